@@ -1,0 +1,3 @@
+module github.com/cairn-go/cairn
+
+go 1.26
