@@ -1,0 +1,170 @@
+package worlds
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// EventType names what an [Event] records. The values are persisted and stable.
+type EventType string
+
+// The event types. Run events carry no correlation ID; step, hook and wait events
+// carry the step, hook or wait ID as their correlation ID.
+const (
+	EventRunCreated   EventType = "run_created"   // WorkflowName, Input, Attributes
+	EventRunStarted   EventType = "run_started"   // -
+	EventRunCompleted EventType = "run_completed" // Output
+	EventRunFailed    EventType = "run_failed"    // Error
+	EventRunCancelled EventType = "run_cancelled" // Reason
+
+	EventStepCreated   EventType = "step_created"   // StepName, Input
+	EventStepStarted   EventType = "step_started"   // Attempt
+	EventStepCompleted EventType = "step_completed" // Output
+	EventStepFailed    EventType = "step_failed"    // Error (fatal, or attempts exhausted)
+	EventStepRetrying  EventType = "step_retrying"  // Error, RetryAt
+
+	EventHookCreated  EventType = "hook_created"  // Token, Metadata
+	EventHookConflict EventType = "hook_conflict" // Token (written instead of hook_created when another hook owns it)
+	EventHookReceived EventType = "hook_received" // Payload
+	EventHookDisposed EventType = "hook_disposed" // -
+
+	EventWaitCreated   EventType = "wait_created"   // ResumeAt
+	EventWaitCompleted EventType = "wait_completed" // -
+
+	EventAttributesSet EventType = "attributes_set" // Attributes (merged into the run's attributes)
+)
+
+// EventTypes lists every event type, in a stable order.
+var EventTypes = []EventType{
+	EventRunCreated, EventRunStarted, EventRunCompleted, EventRunFailed, EventRunCancelled,
+	EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying,
+	EventHookCreated, EventHookConflict, EventHookReceived, EventHookDisposed,
+	EventWaitCreated, EventWaitCompleted,
+	EventAttributesSet,
+}
+
+// Valid reports whether t is one of [EventTypes].
+func (t EventType) Valid() bool {
+	for _, v := range EventTypes {
+		if v == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Correlated reports whether events of type t must carry a correlation ID.
+func (t EventType) Correlated() bool {
+	switch t {
+	case EventRunCreated, EventRunStarted, EventRunCompleted, EventRunFailed, EventRunCancelled, EventAttributesSet:
+		return false
+	}
+	return true
+}
+
+// Event is one entry of a run's log. Callers of [World.Append] fill Type,
+// CorrelationID and the payload fields the type uses; the World assigns RunID, Seq
+// and CreatedAt. Unused payload fields must be left zero.
+type Event struct {
+	RunID         string    `json:"runId"`
+	Seq           int64     `json:"seq"` // 1-based position in the run's log
+	Type          EventType `json:"type"`
+	CorrelationID string    `json:"correlationId,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+
+	WorkflowName string            `json:"workflowName,omitempty"` // run_created
+	StepName     string            `json:"stepName,omitempty"`     // step_created
+	Input        json.RawMessage   `json:"input,omitempty"`        // run_created, step_created
+	Output       json.RawMessage   `json:"output,omitempty"`       // run_completed, step_completed
+	Error        *ErrorInfo        `json:"error,omitempty"`        // run_failed, step_failed, step_retrying
+	Attempt      int               `json:"attempt,omitempty"`      // step_started
+	RetryAt      *time.Time        `json:"retryAt,omitempty"`      // step_retrying
+	ResumeAt     *time.Time        `json:"resumeAt,omitempty"`     // wait_created
+	Token        string            `json:"token,omitempty"`        // hook_created, hook_conflict
+	Metadata     json.RawMessage   `json:"metadata,omitempty"`     // hook_created
+	Payload      json.RawMessage   `json:"payload,omitempty"`      // hook_received
+	Attributes   map[string]string `json:"attributes,omitempty"`   // run_created, attributes_set
+	Reason       string            `json:"reason,omitempty"`       // run_cancelled
+}
+
+// ErrorInfo is the persisted form of an error raised by workflow or step code.
+type ErrorInfo struct {
+	Message string `json:"message"`
+	// Type is the Go type of the original error, for display only.
+	Type string `json:"type,omitempty"`
+	// Fatal marks an error that stopped retries.
+	Fatal bool `json:"fatal,omitempty"`
+	// Stack is an optional stack trace of the failure.
+	Stack string `json:"stack,omitempty"`
+}
+
+// Error implements error so a persisted failure can be returned as one.
+func (e *ErrorInfo) Error() string { return e.Message }
+
+// MaxTokenLength bounds hook tokens; longer tokens are rejected as invalid events.
+const MaxTokenLength = 512
+
+// Validate checks the shape of an event as a caller submits it: a known type, the
+// correlation ID its type requires, and the payload fields its type needs. It does
+// not look at the run's state; [Transition] does that.
+func (e *Event) Validate() error {
+	if !e.Type.Valid() {
+		return invalid(e, "type", fmt.Sprintf("unknown event type %q", e.Type))
+	}
+	if e.Type.Correlated() && e.CorrelationID == "" {
+		return invalid(e, "correlationId", "required for "+string(e.Type))
+	}
+	if !e.Type.Correlated() && e.CorrelationID != "" {
+		return invalid(e, "correlationId", "must be empty for "+string(e.Type))
+	}
+	if len(e.CorrelationID) > 256 {
+		return invalid(e, "correlationId", "longer than 256 bytes")
+	}
+	for name, raw := range map[string]json.RawMessage{"input": e.Input, "output": e.Output, "metadata": e.Metadata, "payload": e.Payload} {
+		if len(raw) > 0 && !json.Valid(raw) {
+			return invalid(e, name, "not valid JSON")
+		}
+	}
+	switch e.Type {
+	case EventRunCreated:
+		if e.WorkflowName == "" {
+			return invalid(e, "workflowName", "required for run_created")
+		}
+	case EventRunFailed, EventStepFailed, EventStepRetrying:
+		if e.Error == nil {
+			return invalid(e, "error", "required for "+string(e.Type))
+		}
+		if e.Type == EventStepRetrying && e.RetryAt == nil {
+			return invalid(e, "retryAt", "required for step_retrying")
+		}
+	case EventStepCreated:
+		if e.StepName == "" {
+			return invalid(e, "stepName", "required for step_created")
+		}
+	case EventStepStarted:
+		if e.Attempt < 1 {
+			return invalid(e, "attempt", fmt.Sprintf("must be >= 1, got %d", e.Attempt))
+		}
+	case EventHookCreated, EventHookConflict:
+		if e.Token == "" {
+			return invalid(e, "token", "required for "+string(e.Type))
+		}
+		if len(e.Token) > MaxTokenLength {
+			return invalid(e, "token", fmt.Sprintf("longer than %d bytes", MaxTokenLength))
+		}
+	case EventWaitCreated:
+		if e.ResumeAt == nil {
+			return invalid(e, "resumeAt", "required for wait_created")
+		}
+	case EventAttributesSet:
+		if len(e.Attributes) == 0 {
+			return invalid(e, "attributes", "required for attributes_set")
+		}
+	}
+	return nil
+}
+
+func invalid(e *Event, field, reason string) error {
+	return &EventError{Kind: ErrEventInvalid, RunID: e.RunID, Type: e.Type, CorrelationID: e.CorrelationID, Field: field, Reason: reason}
+}

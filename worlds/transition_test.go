@@ -1,0 +1,205 @@
+package worlds
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestTransitionRejects(t *testing.T) {
+	t.Parallel()
+	running := &Run{RunID: "r1", WorkflowName: "wf", Status: RunRunning, EventCount: 3}
+	done := &Run{RunID: "r1", WorkflowName: "wf", Status: RunCompleted, EventCount: 5}
+	completed := &Step{RunID: "r1", StepID: "s1", Status: StepCompleted, Attempt: 1}
+	pending := &Step{RunID: "r1", StepID: "s1", Status: StepPending}
+	retrying := &Step{RunID: "r1", StepID: "s1", Status: StepPending, Attempt: 1, RetryAt: ptr(t0.Add(time.Minute))}
+	disposed := &Hook{RunID: "r1", HookID: "h1", Token: "tok", Status: HookDisposed}
+	wait := &Wait{RunID: "r1", WaitID: "w1", Status: WaitWaiting, ResumeAt: t0.Add(time.Hour)}
+	cases := []struct {
+		name     string
+		st       State
+		ev       Event
+		kind     error
+		specific error
+	}{
+		{"unknown type", State{Run: running}, Event{Type: "nope"}, ErrEventInvalid, nil},
+		{"step without correlation", State{Run: running}, Event{Type: EventStepCreated, StepName: "x"}, ErrEventInvalid, nil},
+		{"run event with correlation", State{Run: running}, Event{Type: EventRunStarted, CorrelationID: "x"}, ErrEventInvalid, nil},
+		{"bad json input", State{}, Event{Type: EventRunCreated, WorkflowName: "wf", Input: []byte("{")}, ErrEventInvalid, nil},
+		{"run created twice", State{Run: running}, Event{Type: EventRunCreated, WorkflowName: "wf"}, ErrConflict, ErrRunExists},
+		{"event on missing run", State{}, Event{Type: EventRunStarted}, ErrNotFound, ErrRunNotFound},
+		{"append to finished run", State{Run: done}, Event{Type: EventStepCreated, CorrelationID: "s", StepName: "x"}, ErrGone, ErrRunFinished},
+		{"started twice", State{Run: running}, Event{Type: EventRunStarted}, ErrConflict, ErrRunStarted},
+		{"complete step twice", State{Run: running, Step: completed}, Event{Type: EventStepCompleted, CorrelationID: "s1"}, ErrConflict, ErrStepFinished},
+		{"complete pending step", State{Run: running, Step: pending}, Event{Type: EventStepCompleted, CorrelationID: "s1"}, ErrConflict, ErrStepNotRunning},
+		{"complete unknown step", State{Run: running}, Event{Type: EventStepCompleted, CorrelationID: "s1"}, ErrNotFound, ErrStepNotFound},
+		{"stale attempt", State{Run: running, Step: pending}, Event{Type: EventStepStarted, CorrelationID: "s1", Attempt: 2}, ErrConflict, ErrStaleAttempt},
+		{"retry too early", State{Run: running, Step: retrying}, Event{Type: EventStepStarted, CorrelationID: "s1", Attempt: 2}, ErrTooEarly, ErrRetryNotDue},
+		{"receive on disposed hook", State{Run: running, Hook: disposed}, Event{Type: EventHookReceived, CorrelationID: "h1"}, ErrGone, ErrHookDisposed},
+		{"wait completed early", State{Run: running, Wait: wait}, Event{Type: EventWaitCompleted, CorrelationID: "w1"}, ErrTooEarly, ErrWaitNotDue},
+		{"wait created twice", State{Run: running, Wait: wait}, Event{Type: EventWaitCreated, CorrelationID: "w1", ResumeAt: &t0}, ErrConflict, ErrWaitExists},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.ev.RunID = "r1"
+			_, err := Transition(tc.st, tc.ev, t0)
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("err = %v, want kind %v", err, tc.kind)
+			}
+			if tc.specific != nil && !errors.Is(err, tc.specific) {
+				t.Fatalf("err = %v, want %v", err, tc.specific)
+			}
+			var ee *EventError
+			if !errors.As(err, &ee) || ee.Type != tc.ev.Type {
+				t.Fatalf("err = %#v, want *EventError for %s", err, tc.ev.Type)
+			}
+		})
+	}
+}
+
+type memLoader struct {
+	steps  map[string]*Step
+	hooks  map[string]*Hook
+	tokens map[string]*Hook
+}
+
+func (m memLoader) Step(_ context.Context, _, id string) (*Step, error) { return m.steps[id], nil }
+func (m memLoader) Hook(_ context.Context, id string) (*Hook, error)    { return m.hooks[id], nil }
+func (m memLoader) TokenOwner(_ context.Context, tok string) (*Hook, error) {
+	return m.tokens[tok], nil
+}
+func (m memLoader) Wait(context.Context, string, string) (*Wait, error) { return nil, nil }
+func (m memLoader) ActiveHooks(_ context.Context, runID string) ([]Hook, error) {
+	var out []Hook
+	for _, h := range m.hooks {
+		if h.RunID == runID && h.Status == HookActive {
+			out = append(out, *h)
+		}
+	}
+	return out, nil
+}
+
+func TestPlanLifecycle(t *testing.T) {
+	t.Parallel()
+	other := &Hook{RunID: "r0", HookID: "h0", Token: "taken", Status: HookActive}
+	load := memLoader{steps: map[string]*Step{}, hooks: map[string]*Hook{"h0": other}, tokens: map[string]*Hook{"taken": other}}
+	effects, err := Plan(context.Background(), "r1", nil, []Event{
+		{Type: EventRunCreated, WorkflowName: "wf", Input: []byte(`{"a":1}`)},
+		{Type: EventRunStarted},
+		{Type: EventStepCreated, CorrelationID: "s1", StepName: "charge"},
+		{Type: EventStepStarted, CorrelationID: "s1", Attempt: 1},
+		{Type: EventStepCompleted, CorrelationID: "s1", Output: []byte(`42`)},
+		{Type: EventHookCreated, CorrelationID: "h1", Token: "mine"},
+		{Type: EventHookCreated, CorrelationID: "h2", Token: "taken"},
+		{Type: EventRunCompleted, Output: []byte(`"ok"`)},
+	}, t0, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) != 8 {
+		t.Fatalf("got %d effects", len(effects))
+	}
+	for i, eff := range effects {
+		if eff.Event.Seq != int64(i+1) || eff.Event.RunID != "r1" {
+			t.Fatalf("effect %d: seq %d run %q", i, eff.Event.Seq, eff.Event.RunID)
+		}
+	}
+	if got := effects[4].Step; got == nil || got.Status != StepCompleted || string(got.Output) != "42" || got.Attempt != 1 {
+		t.Fatalf("step after completion = %+v", got)
+	}
+	if effects[5].ClaimToken != "mine" || effects[5].Hook == nil {
+		t.Fatalf("hook_created with a free token: %+v", effects[5])
+	}
+	if effects[6].Event.Type != EventHookConflict || effects[6].Hook != nil || effects[6].ClaimToken != "" {
+		t.Fatalf("hook_created with a taken token must become hook_conflict: %+v", effects[6])
+	}
+	last := effects[7]
+	if last.Run.Status != RunCompleted || last.Run.EventCount != 8 || last.Run.CompletedAt == nil {
+		t.Fatalf("final run = %+v", last.Run)
+	}
+	if len(last.DisposedHooks) != 1 || last.DisposedHooks[0].HookID != "h1" || len(last.ReleaseTokens) != 1 || last.ReleaseTokens[0] != "mine" {
+		t.Fatalf("terminal event must dispose the run's own active hooks only: %+v", last)
+	}
+}
+
+func TestRetryThenStart(t *testing.T) {
+	t.Parallel()
+	run := &Run{RunID: "r1", Status: RunRunning, EventCount: 4}
+	step := &Step{RunID: "r1", StepID: "s1", Status: StepRunning, Attempt: 1}
+	eff, err := Transition(State{Run: run, Step: step}, Event{RunID: "r1", Type: EventStepRetrying, CorrelationID: "s1", Error: &ErrorInfo{Message: "boom"}, RetryAt: ptr(t0.Add(time.Second))}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff.Step.Status != StepPending || eff.Step.RetryAt == nil {
+		t.Fatalf("retrying step = %+v", eff.Step)
+	}
+	if _, err := Transition(State{Run: &eff.Run, Step: eff.Step}, Event{RunID: "r1", Type: EventStepStarted, CorrelationID: "s1", Attempt: 2}, t0.Add(time.Second)); err != nil {
+		t.Fatalf("start at retry time: %v", err)
+	}
+}
+
+type flowA struct{}
+type flowB struct{}
+
+func (flowB) WorkflowName() string { return "billing" }
+
+func TestNamesAndRoutes(t *testing.T) {
+	t.Parallel()
+	if got := WorkflowName[flowA](); got != "worlds.flowA" {
+		t.Fatalf("WorkflowName[flowA] = %q", got)
+	}
+	if got := WorkflowName[flowB](); got != "billing" {
+		t.Fatalf("WorkflowName[flowB] = %q", got)
+	}
+	rt := Routes(Route[flowA]("heavy"), Route[flowB]("ordered"))
+	if err := rt.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if q, ok := rt.Queue("billing"); !ok || q != "ordered" {
+		t.Fatalf("route billing = %q %v", q, ok)
+	}
+	if err := Routes(Route[flowA]("a"), Route[flowA]("b")).Err(); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("conflicting routes: %v", err)
+	}
+}
+
+func TestQueueInputRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := QueueInput{Kind: DeliverStep, WorkflowName: "wf", RunID: "r1", StepID: "s1"}
+	b, err := MarshalQueueInput(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := UnmarshalQueueInput(b)
+	if err != nil || out.StepID != "s1" || out.Kind != DeliverStep {
+		t.Fatalf("round trip = %+v, %v", out, err)
+	}
+	for _, body := range []string{"", "not json", `{"kind":"step","runId":"r","workflowName":"w"}`, `{"kind":"x","runId":"r"}`} {
+		if _, err := UnmarshalQueueInput([]byte(body)); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("UnmarshalQueueInput(%q) = %v, want ErrInvalidArgument", body, err)
+		}
+	}
+}
+
+func FuzzUnmarshalQueueInput(f *testing.F) {
+	f.Add([]byte(`{"kind":"workflow","runId":"r","workflowName":"w"}`))
+	f.Add([]byte(`{"kind":"step"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := UnmarshalQueueInput(body)
+		if err != nil {
+			return
+		}
+		if in.Validate() != nil {
+			t.Fatalf("accepted invalid input %+v", in)
+		}
+		if _, err := MarshalQueueInput(in); err != nil {
+			t.Fatalf("re-marshal: %v", err)
+		}
+	})
+}

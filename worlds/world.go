@@ -1,0 +1,182 @@
+package worlds
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// World stores workflow runs as event logs and delivers queued work. Every method
+// is safe for concurrent use by many goroutines and, for shared backends, by many
+// processes.
+type World interface {
+	// Append validates events against the run's current state with [Transition] and
+	// appends them to the log of runID in one atomic write, together with the
+	// projections they change. It assigns RunID, Seq and CreatedAt and returns the
+	// events as stored: a hook_created whose token another active hook owns is stored
+	// as hook_conflict instead. Concurrent appends to one run are serialized by the
+	// run's event count; a World re-reads and retries internally when it loses the race
+	// and returns an error wrapping [ErrAppendContention] only after bounded retries.
+	// A rejected event fails the whole append with an *[EventError].
+	Append(ctx context.Context, runID string, events ...Event) ([]Event, error)
+
+	// GetRun returns the run view, or an error matching [ErrRunNotFound].
+	GetRun(ctx context.Context, runID string) (Run, error)
+	// ListRuns lists runs newest first.
+	ListRuns(ctx context.Context, filter RunFilter) (Page[Run], error)
+	// ListEvents lists a run's events in log order; [ErrRunNotFound] for an unknown run.
+	ListEvents(ctx context.Context, runID string, filter EventFilter) (Page[Event], error)
+	// GetStep returns one step, or an error matching [ErrStepNotFound].
+	GetStep(ctx context.Context, runID, stepID string) (Step, error)
+	// ListSteps lists a run's steps in creation order.
+	ListSteps(ctx context.Context, runID string, filter ListFilter) (Page[Step], error)
+	// GetHook returns a hook by ID, or an error matching [ErrHookNotFound].
+	GetHook(ctx context.Context, hookID string) (Hook, error)
+	// GetHookByToken returns the active hook owning token, or an error matching
+	// [ErrHookNotFound].
+	GetHookByToken(ctx context.Context, token string) (Hook, error)
+	// ListHooks lists hooks newest first.
+	ListHooks(ctx context.Context, filter HookFilter) (Page[Hook], error)
+	// GetWait returns a durable timer, or an error matching [ErrWaitNotFound].
+	GetWait(ctx context.Context, runID, waitID string) (Wait, error)
+
+	// WriteStream appends chunks to the named stream of a run, creating it on first
+	// write, and returns the index of the first chunk written. Writing to a closed
+	// stream fails with [ErrStreamClosed]; to a finished run with [ErrRunFinished].
+	WriteStream(ctx context.Context, runID, name string, chunks ...[]byte) (int, error)
+	// CloseStream closes a stream; closing a closed stream is a no-op, closing a
+	// stream never written creates it closed and empty.
+	CloseStream(ctx context.Context, runID, name string) error
+	// ReadStream returns up to limit chunks from index from. It never blocks:
+	// readers poll, or subscribe where the World implements [StreamNotifier].
+	ReadStream(ctx context.Context, runID, name string, from, limit int) (StreamPage, error)
+	// ListStreams lists a run's streams by name.
+	ListStreams(ctx context.Context, runID string) ([]StreamInfo, error)
+
+	// Queue records a delivery and publishes it to the queue of its workflow, due at
+	// opts.DueAt (now when zero). With opts.ID set the delivery ID is that ID, so a
+	// caller retrying after a failure queues the delivery again instead of twice
+	// where the World can tell. It returns the delivery ID.
+	Queue(ctx context.Context, in QueueInput, opts QueueOptions) (string, error)
+
+	// Capabilities says which optional behaviour this World has, so the conformance
+	// suite and the runtime can adapt.
+	Capabilities() Capabilities
+}
+
+// StreamNotifier is implemented by Worlds that can push stream activity to
+// in-process readers. Subscribe returns a channel that receives a value (possibly
+// coalesced) after each write or close of the stream, and a function to stop.
+// Readers subscribe first and then read the backlog, so no chunk is missed; they
+// de-duplicate by index.
+type StreamNotifier interface {
+	SubscribeStream(runID, name string) (<-chan struct{}, func())
+}
+
+// Server is implemented by Worlds that execute their own deliveries in-process
+// (the embedded World). Serve runs deliveries with runner until ctx ends.
+type Server interface {
+	Serve(ctx context.Context, runner Runner) error
+}
+
+// Capabilities lists what a World supports beyond the required contract.
+type Capabilities struct {
+	// Retention: finished runs expire after a configured time.
+	Retention bool
+	// LiveStreams: the World implements [StreamNotifier].
+	LiveStreams bool
+	// MaxDelay is the longest delay Queue accepts; zero means unlimited.
+	MaxDelay time.Duration
+	// MaxStreamWrite is the most chunks one WriteStream call accepts; zero means unlimited.
+	MaxStreamWrite int
+	// MaxItemBytes is the largest stored item (event, step, chunk); zero means unlimited.
+	MaxItemBytes int
+}
+
+// DeliveryKind says what a delivery asks a worker to do.
+type DeliveryKind string
+
+// Delivery kinds.
+const (
+	// DeliverWorkflow replays the run's workflow code from its log and advances it to
+	// its next suspension point.
+	DeliverWorkflow DeliveryKind = "workflow"
+	// DeliverStep runs one attempt of a step.
+	DeliverStep DeliveryKind = "step"
+	// DeliverExpire deletes a finished run whose retention has ended.
+	DeliverExpire DeliveryKind = "expire"
+)
+
+// QueueInput is the body of a delivery.
+type QueueInput struct {
+	Kind DeliveryKind `json:"kind"`
+	// WorkflowName routes the delivery to its workflow's queue and runner.
+	WorkflowName string `json:"workflowName"`
+	RunID        string `json:"runId"`
+	// StepID names the step of a DeliverStep delivery.
+	StepID string `json:"stepId,omitempty"`
+	// Trace carries W3C trace context (traceparent, tracestate) so a resumed run's
+	// spans can link to the span that queued it.
+	Trace map[string]string `json:"trace,omitempty"`
+}
+
+// Validate checks the fields a World needs to route and store the delivery.
+func (in QueueInput) Validate() error {
+	switch in.Kind {
+	case DeliverWorkflow, DeliverExpire:
+	case DeliverStep:
+		if in.StepID == "" {
+			return &ArgumentError{Field: "QueueInput.StepID", Value: in.StepID, Reason: "required for a step delivery"}
+		}
+	default:
+		return &ArgumentError{Field: "QueueInput.Kind", Value: in.Kind, Reason: "unknown delivery kind"}
+	}
+	if in.RunID == "" {
+		return &ArgumentError{Field: "QueueInput.RunID", Value: in.RunID, Reason: "required"}
+	}
+	if in.WorkflowName == "" && in.Kind != DeliverExpire {
+		return &ArgumentError{Field: "QueueInput.WorkflowName", Value: in.WorkflowName, Reason: "required to route the delivery"}
+	}
+	return nil
+}
+
+// QueueOptions tune one [World.Queue] call.
+type QueueOptions struct {
+	// DueAt is when the delivery should run; zero means now.
+	DueAt time.Time
+	// ID fixes the delivery ID, making a retried Queue call idempotent where the
+	// World can tell. Empty: the World generates one.
+	ID string
+}
+
+// Delivery is a queued [QueueInput] as a worker receives it.
+type Delivery struct {
+	ID    string     `json:"id"`
+	Input QueueInput `json:"input"`
+	DueAt time.Time  `json:"dueAt"`
+	// Attempt counts receives of this delivery, starting at 1.
+	Attempt int `json:"attempt"`
+}
+
+// MarshalQueueInput encodes a delivery body; UnmarshalQueueInput decodes and
+// validates one, so every World parses message bodies the same way.
+func MarshalQueueInput(in QueueInput) ([]byte, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(in)
+}
+
+// UnmarshalQueueInput decodes and validates a delivery body. A body that is not a
+// queue message returns an error matching [ErrInvalidArgument].
+func UnmarshalQueueInput(body []byte) (QueueInput, error) {
+	var in QueueInput
+	if err := json.Unmarshal(body, &in); err != nil {
+		return QueueInput{}, fmt.Errorf("%w: queue message body: %v", ErrInvalidArgument, err)
+	}
+	if err := in.Validate(); err != nil {
+		return QueueInput{}, err
+	}
+	return in, nil
+}
