@@ -1,0 +1,222 @@
+package awsworld
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// Queue handler timing.
+const (
+	// HeartbeatInterval is how often a running delivery's visibility is extended.
+	HeartbeatInterval = 30 * time.Second
+	// heartbeatVisibility is the visibility each heartbeat sets: if the worker dies,
+	// the message returns within two missed heartbeats.
+	heartbeatVisibility = 2 * HeartbeatInterval
+	// MinRetryDelay and MaxRetryDelay bound the failure backoff, which doubles with
+	// each receive of a message.
+	MinRetryDelay = time.Second
+	MaxRetryDelay = 15 * time.Minute
+)
+
+// RetryDelay is the visibility timeout a failed delivery gets on its
+// receiveCount-th receive: one second doubling up to 15 minutes.
+func RetryDelay(receiveCount int) time.Duration {
+	if receiveCount < 1 {
+		receiveCount = 1
+	}
+	if receiveCount > 11 { // 2^10 s already exceeds the cap
+		return MaxRetryDelay
+	}
+	return min(MinRetryDelay<<(receiveCount-1), MaxRetryDelay)
+}
+
+// SQSHandler is the shape of an SQS Lambda handler reporting partial batch failures.
+type SQSHandler = func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+
+// Queue returns the SQS Lambda handler that executes deliveries with runner. Wire
+// it only to SQS event source mappings with ReportBatchItemFailures enabled:
+//
+//	lambda.Start(awsworld.Queue(world, worlds.Runners(workflow.Use(flows.GenerateReport))))
+//
+// It loads each message's QUEUE# record (acknowledging a message without one),
+// sends an early message again with its remaining delay, and otherwise runs the
+// delivery, extending the message's visibility every 30 seconds, and deletes the
+// record. A failed delivery is reported in BatchItemFailures with a visibility
+// backoff doubling from one second per receive up to 15 minutes. Once the batch is
+// halfway to the invocation's deadline, the remaining messages are handed back with
+// their visibility reset so another invocation takes them at once.
+func Queue(world *World, runner worlds.Runner) SQSHandler {
+	return newHandler(world, runner).handle
+}
+
+type handler struct {
+	w      *World
+	runner worlds.Runner
+	log    *slog.Logger
+	now    func() time.Time
+	// tick returns a channel ticking every d and a stop function.
+	tick func(d time.Duration) (<-chan time.Time, func())
+	// processFn handles one message; tests replace it.
+	processFn func(ctx context.Context, r events.SQSMessage) error
+}
+
+func newHandler(w *World, runner worlds.Runner) *handler {
+	h := &handler{w: w, runner: runner, log: w.log, now: w.now, tick: func(d time.Duration) (<-chan time.Time, func()) {
+		t := time.NewTicker(d)
+		return t.C, t.Stop
+	}}
+	h.processFn = h.process
+	return h
+}
+
+func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	fail := func(r events.SQSMessage) {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+	}
+	start := h.now()
+	var handOff time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		handOff = start.Add(dl.Sub(start) / 2)
+	}
+	failedGroups := map[string]bool{}
+	for i, r := range ev.Records {
+		if !handOff.IsZero() && !h.now().Before(handOff) {
+			for _, rest := range ev.Records[i:] {
+				h.setVisibility(ctx, rest, 0)
+				fail(rest)
+			}
+			break
+		}
+		// A FIFO group stays in order: after one of its messages fails, the rest wait.
+		if g := r.Attributes["MessageGroupId"]; g != "" && failedGroups[g] {
+			fail(r)
+			continue
+		}
+		if err := h.processFn(ctx, r); err != nil {
+			count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+			delay := RetryDelay(count)
+			h.log.WarnContext(ctx, "awsworld: delivery failed", "messageId", r.MessageId, "receiveCount", count, "retryIn", delay, "err", err)
+			h.setVisibility(ctx, r, delay)
+			fail(r)
+			if g := r.Attributes["MessageGroupId"]; g != "" {
+				failedGroups[g] = true
+			}
+		}
+	}
+	return resp, nil
+}
+
+// process handles one message; a nil error acknowledges it.
+func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
+	var m message
+	if err := json.Unmarshal([]byte(r.Body), &m); err != nil || m.ID == "" {
+		h.log.WarnContext(ctx, "awsworld: acknowledging a message that is not a queue message", "messageId", r.MessageId)
+		return nil
+	}
+	rec, err := h.w.loadRecord(ctx, m.ID)
+	if err != nil {
+		if errors.Is(err, worlds.ErrInvalidArgument) {
+			h.log.WarnContext(ctx, "awsworld: acknowledging an unreadable queue record", "id", m.ID, "err", err)
+			return nil
+		}
+		return err
+	}
+	if rec == nil {
+		return nil // delivered already, or expired with its run
+	}
+	if now := h.now(); rec.DueAt.After(now) {
+		q, ok := h.w.queues[rec.Queue]
+		if !ok {
+			q = h.w.queueFor(rec.Input.WorkflowName)
+		}
+		return h.w.publish(ctx, rec.ID, q, rec.Input.RunID, rec.DueAt)
+	}
+	count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+	stop := h.heartbeat(ctx, r)
+	err = h.run(ctx, rec, max(count, 1))
+	stop()
+	if err != nil {
+		return err
+	}
+	return h.w.deleteRecord(ctx, rec)
+}
+
+func (h *handler) run(ctx context.Context, rec *record, attempt int) error {
+	if rec.Input.Kind == worlds.DeliverExpire {
+		// A deferred expiry re-armed the record under a new due time, so the
+		// conditional delete that follows keeps it.
+		if err := h.w.expire(ctx, rec.Input.RunID); err != nil && !errors.Is(err, errDeferred) {
+			return err
+		}
+		return nil
+	}
+	return h.runner.Run(ctx, h.w, worlds.Delivery{ID: rec.ID, Input: rec.Input, DueAt: rec.DueAt, Attempt: attempt})
+}
+
+// heartbeat extends the message's visibility every HeartbeatInterval until stopped.
+func (h *handler) heartbeat(ctx context.Context, r events.SQSMessage) (stop func()) {
+	ticks, stopTicker := h.tick(HeartbeatInterval)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-ticks:
+				h.setVisibility(ctx, r, heartbeatVisibility)
+			}
+		}
+	}()
+	return func() {
+		stopTicker()
+		close(done)
+		<-finished
+	}
+}
+
+func (h *handler) setVisibility(ctx context.Context, r events.SQSMessage, d time.Duration) {
+	url, err := h.queueURL(r.EventSourceARN)
+	if err != nil {
+		h.log.WarnContext(ctx, "awsworld: cannot change visibility", "messageId", r.MessageId, "err", err)
+		return
+	}
+	_, err = h.w.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(url), ReceiptHandle: aws.String(r.ReceiptHandle), VisibilityTimeout: int32(d / time.Second),
+	})
+	if err != nil {
+		h.log.WarnContext(ctx, "awsworld: change visibility", "messageId", r.MessageId, "err", err)
+	}
+}
+
+// queueURL finds the configured queue of an event source ARN by its name, or
+// builds the standard SQS URL from the ARN.
+func (h *handler) queueURL(arn string) (string, error) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[2] != "sqs" {
+		return "", fmt.Errorf("awsworld: event source %q is not an SQS queue ARN", arn)
+	}
+	for _, q := range h.w.queues {
+		if q.ARN == arn || path.Base(q.URL) == parts[5] {
+			return q.URL, nil
+		}
+	}
+	return fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%s", parts[3], parts[4], parts[5]), nil
+}

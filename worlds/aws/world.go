@@ -1,0 +1,530 @@
+package awsworld
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// ErrTooManyActions is returned for an append that would need more than the 100
+// actions of one DynamoDB transaction. Split the events over several appends.
+var ErrTooManyActions = fmt.Errorf("awsworld: append needs more than %d transaction actions: %w", maxTransactions, worlds.ErrEventInvalid)
+
+// maxAppendAttempts bounds the optimistic-concurrency retries of one append.
+const maxAppendAttempts = 25
+
+// World is the AWS World: one DynamoDB table for state, SQS for deliveries and
+// EventBridge Scheduler for deliveries due more than 15 minutes ahead.
+type World struct {
+	cfg    Config
+	db     DynamoDBAPI
+	sqs    SQSAPI
+	table  *string
+	queues map[string]queueRef // by name; defaultQueue is QueueURL
+	log    *slog.Logger
+	now    func() time.Time
+	newID  func() string
+	// sleep waits between append retries; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+var _ worlds.World = (*World)(nil)
+
+// New validates cfg and returns a World using the given clients. It does not
+// contact AWS. Each invalid field is reported as a *[ConfigError].
+func New(cfg Config, db DynamoDBAPI, sqsClient SQSAPI) (*World, error) {
+	if db == nil {
+		return nil, &ConfigError{Field: "dynamodbClient", Value: "<nil>", Reason: "required"}
+	}
+	if sqsClient == nil {
+		return nil, &ConfigError{Field: "sqsClient", Value: "<nil>", Reason: "required"}
+	}
+	if err := validate(&cfg); err != nil {
+		return nil, err
+	}
+	w := &World{cfg: cfg, db: db, sqs: sqsClient, table: aws.String(cfg.TableName), log: cfg.Logger, now: cfg.Clock, newID: cfg.NewID, sleep: sleepCtx}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	if w.newID == nil {
+		w.newID = randomID
+	}
+	w.queues = map[string]queueRef{defaultQueue: {name: defaultQueue, QueueConfig: QueueConfig{URL: cfg.QueueURL}}}
+	if cfg.Scheduler != nil {
+		w.queues[defaultQueue] = queueRef{name: defaultQueue, QueueConfig: QueueConfig{URL: cfg.QueueURL, ARN: cfg.Scheduler.TargetARN}}
+	}
+	for name, q := range cfg.Queues {
+		w.queues[name] = queueRef{name: name, QueueConfig: q}
+	}
+	return w, nil
+}
+
+// Capabilities reports retention when configured, and the AWS limits.
+func (w *World) Capabilities() worlds.Capabilities {
+	c := worlds.Capabilities{Retention: w.cfg.Retention > 0 || len(w.cfg.Retentions) > 0, MaxStreamWrite: MaxStreamWrite, MaxItemBytes: maxItemBytes}
+	if w.cfg.Scheduler == nil {
+		c.MaxDelay = MaxSQSDelay
+	}
+	return c
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return idEncoding.EncodeToString(b[:])
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// backoff is full jitter over an exponential ceiling from 10 ms to 1 s.
+func backoff(attempt int) time.Duration {
+	ceiling := 10 * time.Millisecond << min(attempt, 7)
+	return time.Duration(mrand.Int64N(int64(min(ceiling, time.Second))) + 1)
+}
+
+func (w *World) getItem(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: w.table, Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("awsworld: get %s/%s: %w", pk, sk, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+func getEntity[T any](ctx context.Context, w *World, pk, sk string) (*T, error) {
+	item, err := w.getItem(ctx, pk, sk)
+	if err != nil || item == nil {
+		return nil, err
+	}
+	return decodeData[T](item)
+}
+
+type runState struct {
+	run     *worlds.Run
+	hookIDs []string
+}
+
+func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
+	item, err := w.getItem(ctx, runPK(runID), metaSK)
+	if err != nil || item == nil {
+		return runState{}, err
+	}
+	run, err := decodeData[worlds.Run](item)
+	if err != nil {
+		return runState{}, err
+	}
+	run.EventCount = getN(item, attrCount)
+	return runState{run: run, hookIDs: getSS(item, attrHookIDs)}, nil
+}
+
+// loader reads the entities worlds.Plan validates against with consistent reads.
+// The transaction's conditions make the reads hold at commit: run-partition items
+// only change under the run's event count, tokens under their own condition.
+type loader struct {
+	w       *World
+	hookIDs []string
+}
+
+func (l *loader) Step(ctx context.Context, runID, stepID string) (*worlds.Step, error) {
+	return getEntity[worlds.Step](ctx, l.w, runPK(runID), stepSK(stepID))
+}
+
+func (l *loader) Hook(ctx context.Context, hookID string) (*worlds.Hook, error) {
+	return getEntity[worlds.Hook](ctx, l.w, hookPK(hookID), metaSK)
+}
+
+func (l *loader) TokenOwner(ctx context.Context, token string) (*worlds.Hook, error) {
+	h, err := l.w.tokenOwner(ctx, token)
+	if err != nil || h == nil || h.Status != worlds.HookActive {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (l *loader) Wait(ctx context.Context, runID, waitID string) (*worlds.Wait, error) {
+	return getEntity[worlds.Wait](ctx, l.w, runPK(runID), waitSK(waitID))
+}
+
+func (l *loader) ActiveHooks(ctx context.Context, runID string) ([]worlds.Hook, error) {
+	hooks, err := l.w.batchGetHooks(ctx, l.hookIDs)
+	if err != nil {
+		return nil, err
+	}
+	var out []worlds.Hook
+	for _, h := range hooks {
+		if h.Status == worlds.HookActive && h.RunID == runID {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func (w *World) tokenOwner(ctx context.Context, token string) (*worlds.Hook, error) {
+	item, err := w.getItem(ctx, tokenPK(token), metaSK)
+	if err != nil || item == nil {
+		return nil, err
+	}
+	return getEntity[worlds.Hook](ctx, w, hookPK(getS(item, attrHook)), metaSK)
+}
+
+// Append validates events with worlds.Plan against consistent reads and writes
+// them, the run view and every changed projection in one TransactWriteItems guarded
+// by the run's event count, retrying with jittered backoff when another writer won.
+func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	if runID == "" {
+		return nil, &worlds.ArgumentError{Field: "runID", Value: runID, Reason: "required"}
+	}
+	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
+		st, err := w.loadRun(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		effects, err := worlds.Plan(ctx, runID, st.run, events, w.now(), &loader{w: w, hookIDs: st.hookIDs})
+		if err != nil {
+			if errors.Is(err, worlds.ErrRunFinished) && st.run != nil && hasTerminal(events) {
+				// A retried terminal append: make sure its expiry is queued.
+				if qerr := w.queueExpiry(ctx, st.run); qerr != nil {
+					return nil, errors.Join(err, qerr)
+				}
+			}
+			return nil, err
+		}
+		actions, err := w.appendActions(st, effects)
+		if err != nil {
+			return nil, err
+		}
+		_, err = w.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		if err == nil {
+			stored := make([]worlds.Event, len(effects))
+			for i := range effects {
+				stored[i] = effects[i].Event
+			}
+			last := effects[len(effects)-1].Run
+			if last.Status.Terminal() {
+				if err := w.queueExpiry(ctx, &last); err != nil {
+					return stored, fmt.Errorf("awsworld: run %s finished but its expiry was not queued (append again to retry): %w", runID, err)
+				}
+			}
+			return stored, nil
+		}
+		if !retryableTxn(err) {
+			return nil, w.txnError(err, effects)
+		}
+		if err := w.sleep(ctx, backoff(attempt)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("awsworld: append to run %s after %d attempts: %w", runID, maxAppendAttempts, worlds.ErrAppendContention)
+}
+
+func hasTerminal(events []worlds.Event) bool {
+	for _, e := range events {
+		switch e.Type {
+		case worlds.EventRunCompleted, worlds.EventRunFailed, worlds.EventRunCancelled:
+			return true
+		}
+	}
+	return false
+}
+
+// retryableTxn reports a transaction cancelled by a condition another writer broke
+// (the event count, a token claim, a new hook ID) or by a concurrent transaction.
+func retryableTxn(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		var tcf *types.TransactionConflictException
+		return errors.As(err, &tcf)
+	}
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed", "TransactionConflict":
+			return true
+		}
+	}
+	return false
+}
+
+func (w *World) txnError(err error, effects []worlds.Effect) error {
+	msg := err.Error()
+	if strings.Contains(msg, "Item size") || strings.Contains(msg, "size has exceeded") || strings.Contains(msg, "Transaction request cannot be larger") {
+		ev := effects[0].Event
+		return &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID, Reason: msg}
+	}
+	return fmt.Errorf("awsworld: append to run %s: %w", effects[0].Event.RunID, err)
+}
+
+type tokenState struct {
+	hookID, runID string
+	claimed       bool
+}
+
+// appendActions turns effects into the transaction: events, then each changed
+// item once in its final state, then the run view with the count condition.
+func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.TransactWriteItem, error) {
+	var actions []types.TransactWriteItem
+	put := func(item map[string]types.AttributeValue, cond string, names map[string]string, values map[string]types.AttributeValue) {
+		p := &types.Put{TableName: w.table, Item: item}
+		if cond != "" {
+			p.ConditionExpression = aws.String(cond)
+			p.ExpressionAttributeNames = names
+			p.ExpressionAttributeValues = values
+		}
+		actions = append(actions, types.TransactWriteItem{Put: p})
+	}
+	tooLarge := func(ev worlds.Event, what string, size int) error {
+		return &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID,
+			Reason: fmt.Sprintf("%s item is %d bytes, over DynamoDB's %d", what, size, maxItemBytes)}
+	}
+
+	existing := map[string]bool{}
+	for _, id := range st.hookIDs {
+		existing[id] = true
+	}
+	hookIDs := append([]string(nil), st.hookIDs...)
+	type stepChange struct {
+		step    *worlds.Step
+		created int64 // seq of step_created in this append, 0 for a stored step
+		ev      worlds.Event
+	}
+	steps, hooks, waits := map[string]*stepChange{}, map[string]*worlds.Hook{}, map[string]*worlds.Wait{}
+	newHooks := map[string]bool{}
+	var stepOrder, hookOrder, waitOrder []string
+	tokens := map[string]*tokenState{}
+	var tokenOrder []string
+	setToken := func(token string, ts tokenState) {
+		if _, ok := tokens[token]; !ok {
+			tokenOrder = append(tokenOrder, token)
+		}
+		tokens[token] = &ts
+	}
+	setHook := func(h *worlds.Hook) {
+		if _, ok := hooks[h.HookID]; !ok {
+			hookOrder = append(hookOrder, h.HookID)
+		}
+		hooks[h.HookID] = h
+	}
+	for i := range effects {
+		eff := &effects[i]
+		item := key(runPK(eff.Event.RunID), eventSK(eff.Event.Seq))
+		item[attrData] = encodeData(eff.Event)
+		if size := itemSize(item); size > maxItemBytes {
+			return nil, tooLarge(eff.Event, "event", size)
+		}
+		put(item, "", nil, nil)
+		if eff.Step != nil {
+			c, ok := steps[eff.Step.StepID]
+			if !ok {
+				c = &stepChange{}
+				steps[eff.Step.StepID] = c
+				stepOrder = append(stepOrder, eff.Step.StepID)
+				if eff.Event.Type == worlds.EventStepCreated {
+					c.created = eff.Event.Seq
+				}
+			}
+			c.step, c.ev = eff.Step, eff.Event
+		}
+		if eff.Hook != nil {
+			setHook(eff.Hook)
+			if eff.Event.Type == worlds.EventHookCreated && !existing[eff.Hook.HookID] {
+				newHooks[eff.Hook.HookID] = true
+				existing[eff.Hook.HookID] = true
+				hookIDs = append(hookIDs, eff.Hook.HookID)
+			}
+		}
+		for j := range eff.DisposedHooks {
+			setHook(&eff.DisposedHooks[j])
+		}
+		if eff.ClaimToken != "" {
+			setToken(eff.ClaimToken, tokenState{hookID: eff.Hook.HookID, runID: eff.Hook.RunID, claimed: true})
+		}
+		for _, tok := range eff.ReleaseTokens {
+			owner := ""
+			if eff.Hook != nil && eff.Hook.Token == tok {
+				owner = eff.Hook.HookID
+			}
+			for _, h := range eff.DisposedHooks {
+				if h.Token == tok {
+					owner = h.HookID
+				}
+			}
+			setToken(tok, tokenState{hookID: owner, claimed: false})
+		}
+		if eff.Wait != nil {
+			if _, ok := waits[eff.Wait.WaitID]; !ok {
+				waitOrder = append(waitOrder, eff.Wait.WaitID)
+			}
+			waits[eff.Wait.WaitID] = eff.Wait
+		}
+	}
+	for _, id := range stepOrder {
+		c := steps[id]
+		if c.created > 0 {
+			item := key(runPK(c.step.RunID), stepSK(id))
+			item[attrData] = encodeData(c.step)
+			item[attrSeq] = n(c.created)
+			if size := itemSize(item); size > maxItemBytes {
+				return nil, tooLarge(c.ev, "step", size)
+			}
+			put(item, "", nil, nil)
+			continue
+		}
+		data := encodeData(c.step)
+		if size := attrSize(data) + 200; size > maxItemBytes {
+			return nil, tooLarge(c.ev, "step", size)
+		}
+		actions = append(actions, types.TransactWriteItem{Update: &types.Update{
+			TableName: w.table, Key: key(runPK(c.step.RunID), stepSK(id)),
+			UpdateExpression:          aws.String("SET #d = :d"),
+			ExpressionAttributeNames:  map[string]string{"#d": attrData},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":d": data},
+		}})
+	}
+	for _, id := range hookOrder {
+		item := hookItem(hooks[id])
+		if size := itemSize(item); size > maxItemBytes {
+			return nil, tooLarge(effects[0].Event, "hook", size)
+		}
+		if newHooks[id] {
+			put(item, "attribute_not_exists(pk)", nil, nil)
+		} else {
+			put(item, "", nil, nil)
+		}
+	}
+	for _, tok := range tokenOrder {
+		ts := tokens[tok]
+		names := map[string]string{"#h": attrHook}
+		values := map[string]types.AttributeValue{":h": s(ts.hookID)}
+		if ts.claimed {
+			item := key(tokenPK(tok), metaSK)
+			item[attrHook], item[attrRun] = s(ts.hookID), s(ts.runID)
+			put(item, "attribute_not_exists(pk) OR #h = :h", names, values)
+			continue
+		}
+		actions = append(actions, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: w.table, Key: key(tokenPK(tok), metaSK),
+			ConditionExpression:      aws.String("attribute_not_exists(pk) OR #h = :h"),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		}})
+	}
+	for _, id := range waitOrder {
+		wt := waits[id]
+		item := key(runPK(wt.RunID), waitSK(id))
+		item[attrData] = encodeData(wt)
+		put(item, "", nil, nil)
+	}
+	last := effects[len(effects)-1].Run
+	meta := runItem(&last, hookIDs)
+	if size := itemSize(meta); size > maxItemBytes {
+		return nil, tooLarge(effects[len(effects)-1].Event, "run view", size)
+	}
+	if st.run == nil {
+		put(meta, "attribute_not_exists(pk)", nil, nil)
+	} else {
+		put(meta, "#c = :c", map[string]string{"#c": attrCount}, map[string]types.AttributeValue{":c": n(st.run.EventCount)})
+	}
+	if len(actions) > maxTransactions {
+		return nil, fmt.Errorf("%w: %d events need %d actions", ErrTooManyActions, len(effects), len(actions))
+	}
+	total := 0
+	for _, a := range actions {
+		if a.Put != nil {
+			total += itemSize(a.Put.Item)
+		}
+	}
+	if total > 4*1024*1024 {
+		ev := effects[0].Event
+		return nil, &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, Reason: fmt.Sprintf("append writes %d bytes, over DynamoDB's 4 MB per transaction", total)}
+	}
+	return actions, nil
+}
+
+// GetRun returns the run view.
+func (w *World) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
+	st, err := w.loadRun(ctx, runID)
+	if err != nil {
+		return worlds.Run{}, err
+	}
+	if st.run == nil {
+		return worlds.Run{}, fmt.Errorf("%w: %s", worlds.ErrRunNotFound, runID)
+	}
+	return *st.run, nil
+}
+
+// GetStep returns one step.
+func (w *World) GetStep(ctx context.Context, runID, stepID string) (worlds.Step, error) {
+	st, err := getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID))
+	if err != nil {
+		return worlds.Step{}, err
+	}
+	if st == nil {
+		return worlds.Step{}, fmt.Errorf("%w: %s/%s", worlds.ErrStepNotFound, runID, stepID)
+	}
+	return *st, nil
+}
+
+// GetHook returns a hook by ID.
+func (w *World) GetHook(ctx context.Context, hookID string) (worlds.Hook, error) {
+	h, err := getEntity[worlds.Hook](ctx, w, hookPK(hookID), metaSK)
+	if err != nil {
+		return worlds.Hook{}, err
+	}
+	if h == nil {
+		return worlds.Hook{}, fmt.Errorf("%w: %s", worlds.ErrHookNotFound, hookID)
+	}
+	return *h, nil
+}
+
+// GetHookByToken returns the active hook owning token.
+func (w *World) GetHookByToken(ctx context.Context, token string) (worlds.Hook, error) {
+	if token == "" {
+		return worlds.Hook{}, fmt.Errorf("%w: empty token", worlds.ErrHookNotFound)
+	}
+	h, err := w.tokenOwner(ctx, token)
+	if err != nil {
+		return worlds.Hook{}, err
+	}
+	if h == nil || h.Status != worlds.HookActive {
+		return worlds.Hook{}, fmt.Errorf("%w: no active hook owns the token", worlds.ErrHookNotFound)
+	}
+	return *h, nil
+}
+
+// GetWait returns a durable timer.
+func (w *World) GetWait(ctx context.Context, runID, waitID string) (worlds.Wait, error) {
+	wt, err := getEntity[worlds.Wait](ctx, w, runPK(runID), waitSK(waitID))
+	if err != nil {
+		return worlds.Wait{}, err
+	}
+	if wt == nil {
+		return worlds.Wait{}, fmt.Errorf("%w: %s/%s", worlds.ErrWaitNotFound, runID, waitID)
+	}
+	return *wt, nil
+}
