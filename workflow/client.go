@@ -1,0 +1,404 @@
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// Workflow is a durable workflow: a type whose Run method is replayed from its run's
+// log. Its runs are recorded under worlds.WorkflowName of the type (or its
+// WorkflowName method, see [worlds.Namer]).
+type Workflow[I, O any] interface {
+	Run(ctx Context, in I) (O, error)
+}
+
+// IDGenerator makes run IDs. Implementations must be safe for concurrent use and
+// return IDs unique across processes.
+type IDGenerator interface {
+	NewID() string
+}
+
+// DefaultMaxPayloadBytes bounds workflow inputs, outputs, step inputs and outputs and
+// hook payloads when [Config.MaxPayloadBytes] is zero.
+const DefaultMaxPayloadBytes = 256 << 10
+
+// Config configures a [Client] and the runtime its [Client.Runner] and [Client.Serve] run.
+type Config struct {
+	// World stores runs and carries deliveries. Required.
+	World worlds.World
+	// Clock returns the current time; nil means time.Now. It schedules timers and
+	// retries; workflow code reads time from [Now], not from here.
+	Clock func() time.Time
+	// IDs makes run IDs; nil means random, time-ordered IDs ("wrun_...").
+	IDs IDGenerator
+	// Logger receives the runtime's own logs; nil discards them.
+	Logger *slog.Logger
+	// Observer receives live run and step events; nil means none.
+	Observer Observer
+	// MaxPayloadBytes bounds every JSON value the runtime stores; zero means
+	// DefaultMaxPayloadBytes, or the World's MaxItemBytes when that is smaller.
+	MaxPayloadBytes int
+	// PollInterval is the longest pause between reads when waiting for a result or
+	// a stream without notifications; zero means 200ms.
+	PollInterval time.Duration
+}
+
+// engine is the validated runtime configuration.
+type engine struct {
+	world      worlds.World
+	clock      func() time.Time
+	ids        IDGenerator
+	log        *slog.Logger
+	obs        Observer
+	maxPayload int
+	poll       time.Duration
+}
+
+func newEngine(cfg Config) (*engine, error) {
+	e := &engine{world: cfg.World, clock: cfg.Clock, ids: cfg.IDs, log: cfg.Logger, obs: cfg.Observer,
+		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	if e.ids == nil {
+		e.ids = randomIDs{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.obs == nil {
+		e.obs = NopObserver{}
+	}
+	switch {
+	case cfg.MaxPayloadBytes < 0:
+		return nil, &ConfigError{Field: "Config.MaxPayloadBytes", Value: cfg.MaxPayloadBytes, Reason: "must not be negative"}
+	case cfg.PollInterval < 0:
+		return nil, &ConfigError{Field: "Config.PollInterval", Value: cfg.PollInterval, Reason: "must not be negative"}
+	}
+	if e.maxPayload == 0 {
+		e.maxPayload = DefaultMaxPayloadBytes
+		if cfg.World != nil {
+			if m := cfg.World.Capabilities().MaxItemBytes; m > 0 && m/2 < e.maxPayload {
+				// Leave room for the rest of the item the value is stored in.
+				e.maxPayload = m / 2
+			}
+		}
+	}
+	if e.poll == 0 {
+		e.poll = 200 * time.Millisecond
+	}
+	return e, nil
+}
+
+// defaultEngine serves Runners used without a Client (for example handed straight
+// to a World's worker entry point).
+func defaultEngine(w worlds.World) *engine {
+	e, _ := newEngine(Config{World: w})
+	return e
+}
+
+type engineKey struct{}
+
+func engineFrom(ctx context.Context, w worlds.World) *engine {
+	if e, ok := ctx.Value(engineKey{}).(*engine); ok {
+		if e.world == w || w == nil {
+			return e
+		}
+		cp := *e
+		cp.world = w
+		return &cp
+	}
+	return defaultEngine(w)
+}
+
+type randomIDs struct{}
+
+// NewID returns "wrun_" + 12 hex digits of milliseconds + 16 random hex digits, so
+// IDs sort by creation time.
+func (randomIDs) NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("wrun_%012x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// Client starts and inspects runs, and runs deliveries with its configuration.
+type Client struct {
+	eng *engine
+}
+
+// NewClient validates cfg and returns a client. It does not contact the World.
+func NewClient(cfg Config) (*Client, error) {
+	if cfg.World == nil {
+		return nil, &ConfigError{Field: "Config.World", Value: nil, Reason: "required"}
+	}
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{eng: e}, nil
+}
+
+// World returns the client's World.
+func (c *Client) World() worlds.World { return c.eng.world }
+
+// Runner wraps r so its deliveries run with this client's configuration (clock,
+// logger, observer, limits). Use it when handing runners to a World's worker entry
+// point yourself.
+func (c *Client) Runner(r worlds.Runner) worlds.Runner { return &configured{inner: r, eng: c.eng} }
+
+// Serve runs the client's World's deliveries with runners until ctx ends. The World
+// must implement [worlds.Server] (the embedded World does).
+func (c *Client) Serve(ctx context.Context, runners ...worlds.Runner) error {
+	srv, ok := c.eng.world.(worlds.Server)
+	if !ok {
+		return &ConfigError{Field: "Config.World", Value: fmt.Sprintf("%T", c.eng.world), Reason: "does not implement worlds.Server; run its worker entry point instead"}
+	}
+	return srv.Serve(ctx, c.Runner(worlds.Runners(runners...)))
+}
+
+type configured struct {
+	inner worlds.Runner
+	eng   *engine
+}
+
+func (r *configured) Workflows() []string { return r.inner.Workflows() }
+
+func (r *configured) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
+	return r.inner.Run(context.WithValue(ctx, engineKey{}, r.eng), w, d)
+}
+
+// workflowName is the name runs of w are recorded under.
+func workflowName(w any) string {
+	if n, ok := w.(worlds.Namer); ok {
+		return n.WorkflowName()
+	}
+	return worlds.TypeWorkflowName(reflect.TypeOf(w))
+}
+
+// Use registers a workflow: the returned runner executes its deliveries. Combine
+// several with worlds.Runners(workflow.Use(A{}), workflow.Use(B{})).
+func Use[I, O any](w Workflow[I, O]) worlds.Runner {
+	return &runner[I, O]{wf: w, wfName: workflowName(w)}
+}
+
+type runner[I, O any] struct {
+	wf     Workflow[I, O]
+	wfName string
+}
+
+func (r *runner[I, O]) Workflows() []string { return []string{r.wfName} }
+func (r *runner[I, O]) name() string        { return r.wfName }
+
+func (r *runner[I, O]) invoke(ctx Context, input json.RawMessage) (json.RawMessage, error) {
+	e := ctx.execution()
+	var in I
+	if err := decode(input, &in); err != nil {
+		return nil, Fatal(&SerializationError{What: "workflow input", Err: err})
+	}
+	out, err := r.wf.Run(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return encode("workflow output", out, e.rt.maxPayload)
+}
+
+func (r *runner[I, O]) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
+	if d.Input.WorkflowName != r.wfName {
+		return fmt.Errorf("%w: %q delivered to the runner of %q", ErrUnknownWorkflow, d.Input.WorkflowName, r.wfName)
+	}
+	eng := engineFrom(ctx, w)
+	switch d.Input.Kind {
+	case worlds.DeliverWorkflow:
+		return eng.advance(ctx, d, r)
+	case worlds.DeliverStep:
+		return eng.runStep(ctx, d, r)
+	}
+	return nil // expiry is the World's business
+}
+
+// StartOption configures [Start].
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	id    string
+	attrs map[string]string
+}
+
+// WithRunID fixes the run ID instead of generating one; starting a run whose ID
+// exists fails with an error matching worlds.ErrRunExists.
+func WithRunID(id string) StartOption { return func(o *startOptions) { o.id = id } }
+
+// WithAttributes stores string attributes on the run, for listings.
+func WithAttributes(attrs map[string]string) StartOption {
+	return func(o *startOptions) { o.attrs = attrs }
+}
+
+// Start creates a run of workflow w with input in and queues its first delivery.
+func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opts ...StartOption) (*Run[O], error) {
+	if c == nil {
+		return nil, &ConfigError{Field: "client", Value: nil, Reason: "required"}
+	}
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	name := workflowName(w)
+	raw, err := encode("workflow input", in, c.eng.maxPayload)
+	if err != nil {
+		return nil, err
+	}
+	id := o.id
+	if id == "" {
+		id = c.eng.ids.NewID()
+	}
+	if _, err := c.eng.world.Append(ctx, id, worlds.Event{
+		Type: worlds.EventRunCreated, WorkflowName: name, Input: raw, Attributes: o.attrs,
+	}); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
+	if _, err := c.eng.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
+		worlds.QueueOptions{ID: "start-" + id}); err != nil {
+		return nil, fmt.Errorf("workflow: run %s created but its first delivery was not queued: %w", id, err)
+	}
+	return &Run[O]{c: c, id: id}, nil
+}
+
+// Run is a handle on a run whose output has type O.
+type Run[O any] struct {
+	c  *Client
+	id string
+}
+
+// Attach returns a handle on an existing run, typed by its output.
+func Attach[O any](c *Client, runID string) *Run[O] { return &Run[O]{c: c, id: runID} }
+
+// ID returns the run ID.
+func (r *Run[O]) ID() string { return r.id }
+
+// Status returns the run's current status.
+func (r *Run[O]) Status(ctx context.Context) (worlds.RunStatus, error) {
+	run, err := r.c.eng.world.GetRun(ctx, r.id)
+	if err != nil {
+		return "", err
+	}
+	return run.Status, nil
+}
+
+// Result waits until the run ends and returns its output; a failed or cancelled run
+// returns a *[RunError] carrying the persisted error.
+func (r *Run[O]) Result(ctx context.Context) (O, error) {
+	var zero O
+	run, err := r.c.Wait(ctx, r.id)
+	if err != nil {
+		return zero, err
+	}
+	var out O
+	if err := decode(run.Output, &out); err != nil {
+		return zero, &SerializationError{What: "run " + r.id + " output", Err: err}
+	}
+	return out, nil
+}
+
+// Cancel cancels the run; see [Client.Cancel].
+func (r *Run[O]) Cancel(ctx context.Context, reason string) error { return r.c.Cancel(ctx, r.id, reason) }
+
+// GetRun returns the run view.
+func (c *Client) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
+	return c.eng.world.GetRun(ctx, runID)
+}
+
+// Wait polls the run until it ends and returns its view; a failed or cancelled run
+// also returns a *[RunError].
+func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
+	delay := 5 * time.Millisecond
+	for {
+		run, err := c.eng.world.GetRun(ctx, runID)
+		if err != nil {
+			return run, err
+		}
+		switch run.Status {
+		case worlds.RunCompleted:
+			return run, nil
+		case worlds.RunFailed:
+			info := worlds.ErrorInfo{Message: "failed"}
+			if run.Error != nil {
+				info = *run.Error
+			}
+			return run, &RunError{RunID: runID, Status: run.Status, Info: info}
+		case worlds.RunCancelled:
+			return run, &RunError{RunID: runID, Status: run.Status, Info: worlds.ErrorInfo{Message: cancelReason(run)}}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, c.eng.poll)
+	}
+}
+
+func cancelReason(run worlds.Run) string {
+	if r := run.Attributes["cancel_reason"]; r != "" {
+		return r
+	}
+	return "cancelled"
+}
+
+// Cancel ends a run as cancelled. Steps already running finish, but their results
+// are discarded and nothing further runs. Cancelling a finished run returns an
+// error matching worlds.ErrRunFinished.
+func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
+	if reason == "" {
+		reason = "cancelled"
+	}
+	evs := []worlds.Event{
+		{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
+		{Type: worlds.EventRunCancelled, Reason: reason},
+	}
+	if _, err := c.eng.world.Append(ctx, runID, evs...); err != nil {
+		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	}
+	run, _ := c.eng.world.GetRun(ctx, runID)
+	c.eng.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.RunCancelled, errors.New(reason))
+	c.eng.closeStreams(ctx, runID)
+	return nil
+}
+
+// ResumeHook sends payload (encoded as JSON) to the hook owning token and wakes its
+// run. An unknown or disposed token returns an error matching worlds.ErrHookNotFound.
+func ResumeHook(ctx context.Context, c *Client, token string, payload any) (worlds.ResumeContext, error) {
+	raw, err := encode("hook payload", payload, c.eng.maxPayload)
+	if err != nil {
+		return worlds.ResumeContext{}, err
+	}
+	return worlds.ResumeHook(ctx, c.eng.world, token, raw)
+}
+
+func (e *engine) closeStreams(ctx context.Context, runID string) {
+	infos, err := e.world.ListStreams(ctx, runID)
+	if err != nil {
+		return
+	}
+	for _, s := range infos {
+		if !s.Closed {
+			if err := e.world.CloseStream(ctx, runID, s.Name); err != nil {
+				e.log.WarnContext(ctx, "closing stream", "run_id", runID, "stream", s.Name, "error", err)
+			}
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,304 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// maxAdvanceRounds bounds how often one delivery re-reads the log after losing a
+// race with a concurrent delivery of the same run.
+const maxAdvanceRounds = 8
+
+// advance handles a DeliverWorkflow delivery: it replays the workflow against the
+// log and appends what the code reached next, or the run's end.
+func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
+	runID := d.Input.RunID
+	for round := 0; round < maxAdvanceRounds; round++ {
+		run, err := e.world.GetRun(ctx, runID)
+		if errors.Is(err, worlds.ErrRunNotFound) {
+			e.log.WarnContext(ctx, "delivery for unknown run acknowledged", "run_id", runID)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() {
+			return nil
+		}
+		events, err := worlds.AllEvents(ctx, e.world, runID)
+		if err != nil {
+			return err
+		}
+		info := Info{RunID: runID, WorkflowName: run.WorkflowName}
+		var extra []worlds.Event
+		if run.Status == worlds.RunPending {
+			extra = append(extra, worlds.Event{Type: worlds.EventRunStarted})
+		}
+		hist := buildHistory(run, events)
+		extra = append(extra, hist.dueWaits(e.clock())...)
+		if len(extra) > 0 {
+			stored, err := e.world.Append(ctx, runID, extra...)
+			switch {
+			case errors.Is(err, worlds.ErrConflict):
+				continue // a concurrent delivery got there first
+			case errors.Is(err, worlds.ErrTooEarly):
+				// The World's clock says a wait is not due yet: try again shortly.
+				return e.queueWorkflow(ctx, run.WorkflowName, runID, e.clock().Add(time.Second), "")
+			case errors.Is(err, worlds.ErrGone):
+				return nil
+			case err != nil:
+				return err
+			}
+			if run.Status == worlds.RunPending {
+				ctx = e.obs.RunStarted(ctx, info)
+			}
+			events = append(events, stored...)
+			run.Status = worlds.RunRunning
+			hist = buildHistory(run, events)
+		}
+		if d.Attempt > 1 {
+			// This delivery ran before and may have died between an append and its
+			// queueing: queue the deliveries of pending operations again.
+			e.requeuePending(ctx, hist)
+		}
+
+		x := newExecution(e, e.world, hist, modeAdvance, "")
+		x.run(withInfo(ctx, info), f)
+		switch x.kind {
+		case outSuspended:
+			if len(x.pending) == 0 {
+				return nil
+			}
+			evs := make([]worlds.Event, len(x.pending))
+			for i, p := range x.pending {
+				evs[i] = p.event
+			}
+			stored, err := e.world.Append(ctx, runID, evs...)
+			switch {
+			case errors.Is(err, worlds.ErrConflict):
+				continue
+			case errors.Is(err, worlds.ErrGone):
+				return nil
+			case err != nil:
+				return err
+			}
+			return e.queueCreated(ctx, run.WorkflowName, runID, stored)
+		case outReturned:
+			if x.err != nil {
+				return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(x.err)}, x.err)
+			}
+			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}, nil)
+		case outDiverged:
+			ei := errorInfo(x.err)
+			ei.Fatal = true
+			e.log.ErrorContext(ctx, "workflow diverged from its history", "run_id", runID, "error", x.err)
+			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, x.err)
+		case outPanicked:
+			perr := &PanicError{Value: fmt.Sprint(x.panicVal), Stack: string(x.stack)}
+			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: &worlds.ErrorInfo{
+				Message: perr.Error(), Type: "panic", Fatal: true, Stack: perr.Stack}}, perr)
+		default:
+			err := errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
+			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(err)}, err)
+		}
+	}
+	return fmt.Errorf("workflow: run %s: %w", runID, worlds.ErrAppendContention)
+}
+
+// finish appends the run's terminal event.
+func (e *engine) finish(ctx context.Context, info Info, ev worlds.Event, cause error) error {
+	if _, err := e.world.Append(ctx, info.RunID, ev); err != nil {
+		if errors.Is(err, worlds.ErrGone) {
+			return nil // cancelled or finished by a concurrent delivery
+		}
+		if ev.Type == worlds.EventRunCompleted && errors.Is(err, worlds.ErrEventInvalid) {
+			// The output could not be stored (too large for this World): fail instead.
+			serr := &SerializationError{What: "workflow output", Err: err}
+			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(serr)}, serr)
+		}
+		return err
+	}
+	status := worlds.RunCompleted
+	if ev.Type == worlds.EventRunFailed {
+		status = worlds.RunFailed
+	}
+	e.obs.RunFinished(ctx, info, status, cause)
+	e.closeStreams(ctx, info.RunID)
+	return nil
+}
+
+// queueCreated queues what newly created operations need: a step delivery per step,
+// a wake-up at each timer's resume time, and an immediate replay when a hook's
+// token was taken so the conflict surfaces.
+func (e *engine) queueCreated(ctx context.Context, wf, runID string, stored []worlds.Event) error {
+	var errs []error
+	for _, ev := range stored {
+		switch ev.Type {
+		case worlds.EventStepCreated:
+			errs = append(errs, e.queueStep(ctx, wf, runID, ev.CorrelationID, time.Time{}))
+		case worlds.EventWaitCreated:
+			errs = append(errs, e.queueWorkflow(ctx, wf, runID, *ev.ResumeAt, "wake-"+runID+"-"+ev.CorrelationID))
+		case worlds.EventHookConflict:
+			errs = append(errs, e.queueWorkflow(ctx, wf, runID, time.Time{}, ""))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *engine) requeuePending(ctx context.Context, h *history) {
+	for pos := 1; pos <= h.maxPos; pos++ {
+		r := h.byPos[pos]
+		if r == nil || r.done != nil {
+			continue
+		}
+		var err error
+		switch {
+		case r.kind == opStep && r.attempts == 0:
+			err = e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{})
+		case r.kind == opWait:
+			err = e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, "wake-"+h.run.RunID+"-"+r.id)
+		}
+		if err != nil {
+			e.log.WarnContext(ctx, "re-queueing a pending operation", "run_id", h.run.RunID, "op", r.id, "error", err)
+		}
+	}
+}
+
+func (e *engine) queueWorkflow(ctx context.Context, wf, runID string, due time.Time, id string) error {
+	_, err := e.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: wf, RunID: runID},
+		worlds.QueueOptions{DueAt: due, ID: id})
+	return err
+}
+
+func (e *engine) queueStep(ctx context.Context, wf, runID, stepID string, due time.Time) error {
+	_, err := e.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverStep, WorkflowName: wf, RunID: runID, StepID: stepID},
+		worlds.QueueOptions{DueAt: due})
+	return err
+}
+
+// runStep handles a DeliverStep delivery: one attempt of one step.
+func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
+	runID, stepID, wf := d.Input.RunID, d.Input.StepID, d.Input.WorkflowName
+	run, err := e.world.GetRun(ctx, runID)
+	if errors.Is(err, worlds.ErrRunNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if run.Status.Terminal() {
+		return nil
+	}
+	step, err := e.world.GetStep(ctx, runID, stepID)
+	if errors.Is(err, worlds.ErrStepNotFound) {
+		e.log.WarnContext(ctx, "delivery for unknown step acknowledged", "run_id", runID, "step_id", stepID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if step.Status.Terminal() {
+		if d.Attempt > 1 { // the delivery that finished it may have died before waking the run
+			return e.queueWorkflow(ctx, wf, runID, time.Time{}, "")
+		}
+		return nil
+	}
+	now := e.clock()
+	if step.RetryAt != nil && now.Before(*step.RetryAt) {
+		return e.queueStep(ctx, wf, runID, stepID, *step.RetryAt) // arrived early
+	}
+	if step.Status == worlds.StepRunning && d.Attempt <= 1 {
+		// Another delivery is running this attempt; a worker that died running it
+		// leaves its own delivery to be redelivered (Attempt > 1), which starts the
+		// next attempt.
+		return nil
+	}
+
+	events, err := worlds.AllEvents(ctx, e.world, runID)
+	if err != nil {
+		return err
+	}
+	x := newExecution(e, e.world, buildHistory(run, events), modeCapture, stepID)
+	x.run(withInfo(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName, Replaying: true}), f)
+	if x.kind != outCaptured || x.capture == nil {
+		err := x.err
+		if err == nil {
+			err = &NondeterminismError{RunID: runID, Position: x.pos, Expected: "step " + stepID, Actual: "no such step call"}
+		}
+		ei := errorInfo(err)
+		ei.Fatal = true
+		return e.finish(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, err)
+	}
+	c := x.capture
+	attempt := step.Attempt + 1
+	info := Info{RunID: runID, WorkflowName: run.WorkflowName, StepID: stepID, StepName: step.StepName, Attempt: attempt}
+	if attempt > c.opts.retry.MaxAttempts {
+		// The last attempt's worker died without recording an outcome.
+		ei := &worlds.ErrorInfo{Message: fmt.Sprintf("attempt %d of %d was lost with its worker; attempts exhausted", step.Attempt, c.opts.retry.MaxAttempts)}
+		return e.stepOutcome(ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}, nil, ctx)
+	}
+	if _, err := e.world.Append(ctx, runID, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: stepID, Attempt: attempt}); err != nil {
+		switch {
+		case errors.Is(err, worlds.ErrConflict), errors.Is(err, worlds.ErrGone):
+			return nil // a concurrent delivery started or finished it; the run went away
+		case errors.Is(err, worlds.ErrTooEarly):
+			return e.queueStep(ctx, wf, runID, stepID, now.Add(time.Second))
+		}
+		return err
+	}
+
+	actx := withStepScope(withInfo(ctx, info), stepScope{world: e.world, runID: runID})
+	actx = e.obs.StepStarted(actx, info)
+	cancel := context.CancelFunc(func() {})
+	if c.opts.timeout > 0 {
+		actx, cancel = context.WithTimeout(actx, c.opts.timeout)
+	}
+	start := e.clock()
+	out, runErr := c.call(actx, step.Input)
+	cancel()
+	dur := e.clock().Sub(start)
+
+	if runErr == nil {
+		ev := worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: stepID, Output: out}
+		return e.stepOutcome(ctx, info, ev, &StepOutcome{Result: StepCompleted, Duration: dur}, actx)
+	}
+	ei := errorInfo(runErr)
+	var pe *PanicError
+	if errors.As(runErr, &pe) {
+		ei.Type, ei.Stack = "panic", pe.Stack
+	}
+	if ei.Fatal || attempt >= c.opts.retry.MaxAttempts {
+		ev := worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}
+		return e.stepOutcome(ctx, info, ev, &StepOutcome{Result: StepFailed, Duration: dur, Err: runErr}, actx)
+	}
+	at := e.clock().Add(c.opts.retry.Backoff(attempt)).UTC()
+	ev := worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: stepID, Error: ei, RetryAt: &at}
+	return e.stepOutcome(ctx, info, ev, &StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at}, actx)
+}
+
+// stepOutcome records how an attempt ended and queues what comes next.
+func (e *engine) stepOutcome(ctx context.Context, info Info, ev worlds.Event, out *StepOutcome, actx context.Context) error {
+	_, err := e.world.Append(ctx, info.RunID, ev)
+	if err == nil && out != nil {
+		e.obs.StepFinished(actx, info, *out)
+	}
+	switch {
+	case errors.Is(err, worlds.ErrGone), errors.Is(err, worlds.ErrConflict):
+		return nil // run cancelled, or a concurrent attempt recorded first
+	case ev.Type == worlds.EventStepCompleted && errors.Is(err, worlds.ErrEventInvalid):
+		// The World refused the output (too large): the step fails for good.
+		ei := &worlds.ErrorInfo{Message: (&SerializationError{What: "step " + quote(info.StepName) + " output", Err: err}).Error(), Fatal: true}
+		return e.stepOutcome(ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: ev.CorrelationID, Error: ei},
+			&StepOutcome{Result: StepFailed, Err: err}, actx)
+	case err != nil:
+		return err
+	}
+	if ev.Type == worlds.EventStepRetrying {
+		return e.queueStep(ctx, info.WorkflowName, info.RunID, ev.CorrelationID, *ev.RetryAt)
+	}
+	return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
+}

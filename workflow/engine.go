@@ -1,0 +1,235 @@
+package workflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// flow is a registered workflow with its types erased, as the runtime drives it.
+type flow interface {
+	name() string
+	invoke(ctx Context, input json.RawMessage) (json.RawMessage, error)
+}
+
+type execMode int
+
+const (
+	// modeAdvance runs the workflow to its next suspension point or its end.
+	modeAdvance execMode = iota
+	// modeCapture replays until the workflow calls the target step, to get its function.
+	modeCapture
+)
+
+type outcomeKind int
+
+const (
+	outReturned  outcomeKind = iota // the workflow function returned
+	outSuspended                    // an operation is unresolved
+	outCaptured                     // capture mode found its step
+	outDiverged                     // nondeterminism
+	outPanicked                     // workflow code panicked
+	outExited                       // the goroutine ended some other way (runtime.Goexit in user code)
+)
+
+// stepCall runs one attempt of a step on its recorded JSON input.
+type stepCall func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+
+// captured is the step a capture-mode execution found.
+type captured struct {
+	name string
+	call stepCall
+	opts stepOptions
+}
+
+// pendingOp is an operation the code reached that the log does not have yet.
+type pendingOp struct {
+	kind  opKind
+	event worlds.Event
+}
+
+// execution is one re-execution of a workflow function against its history. All
+// fields except replaying and closed are touched only by the workflow goroutine
+// until done is closed, and by the delivery goroutine after.
+type execution struct {
+	rt     *engine
+	world  worlds.World
+	hist   *history
+	runID  string
+	wfName string
+	mode   execMode
+	target string
+
+	pos      int
+	pending  []pendingOp
+	consumed int64
+	now      time.Time
+	rng      *rand.Rand
+	// stopping is set once the execution decided to suspend; operations called after
+	// it (from user defers) end the goroutine again.
+	stopping bool
+
+	replaying atomic.Bool
+	closed    atomic.Bool
+	done      chan struct{}
+
+	kind     outcomeKind
+	output   json.RawMessage
+	err      error
+	capture  *captured
+	panicVal any
+	stack    []byte
+}
+
+func newExecution(rt *engine, w worlds.World, hist *history, mode execMode, target string) *execution {
+	seed := sha256.Sum256([]byte(hist.run.RunID))
+	e := &execution{
+		rt: rt, world: w, hist: hist, runID: hist.run.RunID, wfName: hist.run.WorkflowName,
+		mode: mode, target: target, done: make(chan struct{}),
+		rng: rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:16]))),
+	}
+	if hist.started != nil {
+		e.consumed, e.now = hist.started.Seq, hist.started.CreatedAt
+	} else {
+		e.now = hist.run.CreatedAt
+	}
+	e.replaying.Store(mode == modeCapture || e.consumed < hist.newest)
+	return e
+}
+
+// info implements infoSource for the workflow context.
+func (e *execution) info() Info {
+	return Info{RunID: e.runID, WorkflowName: e.wfName, Replaying: e.replaying.Load()}
+}
+
+// run executes f in its own goroutine and waits for it to return or suspend.
+func (e *execution) run(ctx context.Context, f flow) {
+	wctx := &wfContext{Context: context.WithoutCancel(ctx), exec: e}
+	go func() {
+		returned := false
+		defer func() {
+			if !returned {
+				if r := recover(); r != nil {
+					e.kind, e.panicVal, e.stack = outPanicked, r, debug.Stack()
+				} else if !e.stopping {
+					e.kind = outExited
+				}
+			}
+			e.closed.Store(true)
+			close(e.done)
+		}()
+		out, err := f.invoke(wctx, e.hist.run.Input)
+		returned = true
+		e.kind, e.output, e.err = outReturned, out, err
+		if e.mode == modeCapture {
+			e.kind, e.err = outDiverged, &NondeterminismError{RunID: e.runID, Position: e.pos + 1,
+				Expected: "step " + e.target, Actual: "return before reaching it"}
+			return
+		}
+		if e.hist.maxPos > e.pos {
+			next := e.pos + 1
+			for e.hist.byPos[next] == nil {
+				next++
+			}
+			e.kind, e.err = outDiverged, &NondeterminismError{RunID: e.runID, Position: next,
+				Expected: e.hist.byPos[next].describe(), Actual: "return"}
+		}
+	}()
+	<-e.done
+}
+
+// stop ends the workflow goroutine with the given outcome. It never returns.
+func (e *execution) stop(kind outcomeKind, err error) {
+	if !e.stopping {
+		e.stopping, e.kind, e.err = true, kind, err
+	}
+	runtime.Goexit()
+}
+
+// enter is called first by every operation.
+func (e *execution) enter() {
+	if e.stopping {
+		runtime.Goexit()
+	}
+}
+
+// next advances the position counter and checks the log's operation there.
+func (e *execution) next(kind opKind, name string) (int, *record) {
+	e.enter()
+	e.pos++
+	r := e.hist.byPos[e.pos]
+	if r == nil {
+		if e.mode == modeCapture {
+			// Capture replays only history; an operation the log lacks means the target
+			// was not reached where it should have been.
+			e.stop(outDiverged, &NondeterminismError{RunID: e.runID, Position: e.pos,
+				Expected: "nothing", Actual: actualOf(kind, name)})
+		}
+		return e.pos, nil
+	}
+	if r.kind != kind || (kind == opStep && r.created.StepName != name) {
+		e.stop(outDiverged, &NondeterminismError{RunID: e.runID, Position: e.pos,
+			Expected: r.describe(), Actual: actualOf(kind, name)})
+	}
+	return e.pos, r
+}
+
+func actualOf(kind opKind, name string) string {
+	switch kind {
+	case opStep:
+		return fmt.Sprintf("step %q", name)
+	case opWait:
+		return "sleep"
+	}
+	return "hook"
+}
+
+// consume marks an event as observed by the code: the replay clock moves to it and
+// replay turns live once the newest resolving event has been observed.
+func (e *execution) consume(ev *worlds.Event) {
+	if ev.Seq > e.consumed {
+		e.consumed, e.now = ev.Seq, ev.CreatedAt
+	}
+	if e.mode == modeAdvance && e.consumed >= e.hist.newest {
+		e.replaying.Store(false)
+	}
+}
+
+// block is called by an operation whose result is not in the log: the code cannot
+// go on, so the execution suspends.
+func (e *execution) block() {
+	e.replaying.Store(false)
+	e.stop(outSuspended, nil)
+}
+
+// Now returns the workflow's clock: the time of the newest event the code has
+// observed so far, identical on every replay.
+func Now(ctx Context) time.Time {
+	e, err := execOf(ctx)
+	if err != nil {
+		return time.Time{}
+	}
+	e.enter()
+	return e.now
+}
+
+// Random returns a pseudo-random number in [0, 1), the same sequence on every replay
+// of a run: seeded by the run ID and advanced in call order.
+func Random(ctx Context) float64 {
+	e, err := execOf(ctx)
+	if err != nil {
+		return 0
+	}
+	e.enter()
+	return e.rng.Float64()
+}
+

@@ -1,0 +1,173 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// Sentinel errors of the runtime. Each typed error below matches one of them with
+// errors.Is.
+var (
+	// ErrNotInWorkflow: a workflow operation was called with a Context that is not the
+	// one of a live workflow execution (for example from a goroutine after the
+	// workflow returned or suspended).
+	ErrNotInWorkflow = errors.New("workflow: not called from workflow code")
+	// ErrNotInStep: a step-only API such as [WriteStream] was called outside a step.
+	ErrNotInStep = errors.New("workflow: not called from a step")
+	// ErrNondeterminism: the workflow code diverged from its recorded history.
+	ErrNondeterminism = errors.New("workflow: nondeterministic workflow code")
+	// ErrSerialization: a value could not be encoded to or decoded from JSON.
+	ErrSerialization = errors.New("workflow: serialization failed")
+	// ErrTooLarge: an input, output or payload exceeds the size limit.
+	ErrTooLarge = errors.New("workflow: payload too large")
+	// ErrStepFailed: a step failed for good (fatal error or attempts exhausted).
+	ErrStepFailed = errors.New("workflow: step failed")
+	// ErrRunFailed: the run ended failed.
+	ErrRunFailed = errors.New("workflow: run failed")
+	// ErrRunCancelled: the run was cancelled.
+	ErrRunCancelled = errors.New("workflow: run cancelled")
+	// ErrHookConflict: another active hook owns the token a hook asked for.
+	ErrHookConflict = errors.New("workflow: hook token owned by another hook")
+	// ErrUnknownWorkflow: a delivery or call names a workflow no runner knows.
+	ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
+	// ErrInvalidConfig: a constructor or option got a bad value.
+	ErrInvalidConfig = errors.New("workflow: invalid configuration")
+)
+
+// FatalError marks a step error that must not be retried. Create one with [Fatal].
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// Fatal wraps err so the step returning it fails at once instead of retrying.
+// Fatal(nil) returns nil.
+func Fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &FatalError{Err: err}
+}
+
+// IsFatal reports whether err stops retries.
+func IsFatal(err error) bool {
+	var f *FatalError
+	return errors.As(err, &f)
+}
+
+// NondeterminismError reports where workflow code diverged from its history.
+type NondeterminismError struct {
+	RunID string
+	// Position is the 1-based index of the operation in call order.
+	Position int
+	// Expected describes the recorded operation ("step \"charge\""), or "nothing" when
+	// the history ends there.
+	Expected string
+	// Actual describes what the code did ("sleep", "return").
+	Actual string
+}
+
+func (e *NondeterminismError) Error() string {
+	return fmt.Sprintf("workflow: nondeterministic workflow code in run %s at operation %d: history has %s, code asked for %s",
+		e.RunID, e.Position, e.Expected, e.Actual)
+}
+
+// Is matches [ErrNondeterminism].
+func (e *NondeterminismError) Is(target error) bool { return target == ErrNondeterminism }
+
+// SerializationError names the value that could not be encoded or decoded.
+type SerializationError struct {
+	// What names the value: "workflow input", "step \"charge\" output", ...
+	What string
+	Err  error
+}
+
+func (e *SerializationError) Error() string {
+	return fmt.Sprintf("workflow: %s: %v", e.What, e.Err)
+}
+
+// Is matches [ErrSerialization], or [ErrTooLarge] when the value was too big.
+func (e *SerializationError) Is(target error) bool {
+	if target == ErrSerialization {
+		return true
+	}
+	return target == ErrTooLarge && errors.Is(e.Err, ErrTooLarge)
+}
+
+// Unwrap returns the cause.
+func (e *SerializationError) Unwrap() error { return e.Err }
+
+// StepError is what [Step] and [Future.Get] return for a step that failed for good.
+// It carries the persisted error, so it reads the same on replay as live.
+type StepError struct {
+	StepID, StepName string
+	Info             worlds.ErrorInfo
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("workflow: step %q (%s) failed: %s", e.StepName, e.StepID, e.Info.Message)
+}
+
+// Is matches [ErrStepFailed].
+func (e *StepError) Is(target error) bool { return target == ErrStepFailed }
+
+// Unwrap returns the persisted error info.
+func (e *StepError) Unwrap() error { return &e.Info }
+
+// RunError is what [Run.Result] returns for a failed or cancelled run.
+type RunError struct {
+	RunID  string
+	Status worlds.RunStatus
+	// Info is the persisted failure; for a cancelled run its Message is the reason.
+	Info worlds.ErrorInfo
+}
+
+func (e *RunError) Error() string {
+	if e.Status == worlds.RunCancelled {
+		return fmt.Sprintf("workflow: run %s cancelled: %s", e.RunID, e.Info.Message)
+	}
+	return fmt.Sprintf("workflow: run %s failed: %s", e.RunID, e.Info.Message)
+}
+
+// Is matches [ErrRunFailed] or [ErrRunCancelled].
+func (e *RunError) Is(target error) bool {
+	return (target == ErrRunFailed && e.Status == worlds.RunFailed) ||
+		(target == ErrRunCancelled && e.Status == worlds.RunCancelled)
+}
+
+// Unwrap returns the persisted error info.
+func (e *RunError) Unwrap() error { return &e.Info }
+
+// ConfigError names a bad configuration field and value. It matches [ErrInvalidConfig].
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("workflow: invalid %s %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is matches [ErrInvalidConfig].
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// errorInfo converts an error into its persisted form.
+func errorInfo(err error) *worlds.ErrorInfo {
+	var info *worlds.ErrorInfo
+	if errors.As(err, &info) && info != nil && errors.Unwrap(err) == nil {
+		cp := *info
+		return &cp
+	}
+	t := reflect.TypeOf(err)
+	var fe *FatalError
+	if errors.As(err, &fe) && fe.Err != nil {
+		t = reflect.TypeOf(fe.Err)
+	}
+	return &worlds.ErrorInfo{Message: err.Error(), Type: t.String(), Fatal: IsFatal(err)}
+}

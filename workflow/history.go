@@ -1,0 +1,140 @@
+package workflow
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// opKind is the kind of a replayable operation; it prefixes correlation IDs.
+type opKind string
+
+const (
+	opStep opKind = "step"
+	opWait opKind = "wait"
+	opHook opKind = "hook"
+)
+
+// correlationID names the operation at a 1-based position in call order. One
+// counter spans every kind, so a step replaced by a sleep at the same position is
+// detected as divergence. Hook IDs are global in a World (GetHook takes no run ID),
+// so a hook's ID also carries the run ID: "hook_3.<runID>".
+func correlationID(kind opKind, pos int, runID string) string {
+	id := string(kind) + "_" + strconv.Itoa(pos)
+	if kind == opHook {
+		id += "." + runID
+	}
+	return id
+}
+
+func parseCorrelationID(id string) (opKind, int, bool) {
+	id, _, _ = strings.Cut(id, ".")
+	k, n, ok := strings.Cut(id, "_")
+	if !ok {
+		return "", 0, false
+	}
+	pos, err := strconv.Atoi(n)
+	if err != nil || pos < 1 {
+		return "", 0, false
+	}
+	switch opKind(k) {
+	case opStep, opWait, opHook:
+		return opKind(k), pos, true
+	}
+	return "", 0, false
+}
+
+// record is what the log says about one operation.
+type record struct {
+	kind    opKind
+	id      string
+	pos     int
+	created worlds.Event  // step_created, wait_created, hook_created or hook_conflict
+	done    *worlds.Event // step_completed, step_failed, wait_completed
+	// attempts counts step_started events; retrying is the latest step_retrying.
+	attempts int
+	received []worlds.Event // hook_received, in log order
+}
+
+func (r *record) describe() string {
+	switch r.kind {
+	case opStep:
+		return fmt.Sprintf("step %q (%s)", r.created.StepName, r.id)
+	case opWait:
+		return "sleep (" + r.id + ")"
+	}
+	return "hook (" + r.id + ")"
+}
+
+// history is a run's log indexed for replay.
+type history struct {
+	run    worlds.Run
+	events []worlds.Event
+	// started is run_started; replay's clock starts at its time.
+	started *worlds.Event
+	byID    map[string]*record
+	byPos   map[int]*record
+	maxPos  int
+	// newest is the Seq of the newest event that resolves an operation (or starts the
+	// run): replay is live once the code has consumed it.
+	newest int64
+}
+
+func buildHistory(run worlds.Run, events []worlds.Event) *history {
+	h := &history{run: run, events: events, byID: map[string]*record{}, byPos: map[int]*record{}}
+	for i := range events {
+		ev := events[i]
+		switch ev.Type {
+		case worlds.EventRunStarted:
+			h.started = &events[i]
+			h.newest = max(h.newest, ev.Seq)
+			continue
+		case worlds.EventStepCreated, worlds.EventWaitCreated, worlds.EventHookCreated, worlds.EventHookConflict:
+			kind, pos, ok := parseCorrelationID(ev.CorrelationID)
+			if !ok {
+				continue
+			}
+			r := &record{kind: kind, id: ev.CorrelationID, pos: pos, created: ev}
+			h.byID[r.id] = r
+			h.byPos[pos] = r
+			h.maxPos = max(h.maxPos, pos)
+			if ev.Type == worlds.EventHookConflict {
+				h.newest = max(h.newest, ev.Seq)
+			}
+			continue
+		}
+		r := h.byID[ev.CorrelationID]
+		if r == nil {
+			continue
+		}
+		switch ev.Type {
+		case worlds.EventStepStarted:
+			r.attempts++
+		case worlds.EventStepCompleted, worlds.EventStepFailed, worlds.EventWaitCompleted:
+			r.done = &events[i]
+			h.newest = max(h.newest, ev.Seq)
+		case worlds.EventHookReceived:
+			r.received = append(r.received, ev)
+			h.newest = max(h.newest, ev.Seq)
+		}
+	}
+	return h
+}
+
+// dueWaits returns the waits not yet completed whose resume time has come.
+func (h *history) dueWaits(now time.Time) []worlds.Event {
+	var out []worlds.Event
+	for pos := 1; pos <= h.maxPos; pos++ {
+		r := h.byPos[pos]
+		if r == nil || r.kind != opWait || r.done != nil || r.created.ResumeAt == nil {
+			continue
+		}
+		if !now.Before(*r.created.ResumeAt) {
+			out = append(out, worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: r.id})
+		}
+	}
+	return out
+}
