@@ -311,7 +311,9 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 }
 
 // Cancel cancels the run; see [Client.Cancel].
-func (r *Run[O]) Cancel(ctx context.Context, reason string) error { return r.c.Cancel(ctx, r.id, reason) }
+func (r *Run[O]) Cancel(ctx context.Context, reason string) error {
+	return r.c.Cancel(ctx, r.id, reason)
+}
 
 // GetRun returns the run view.
 func (c *Client) GetRun(ctx context.Context, runID string) (worlds.Run, error) {

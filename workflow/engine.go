@@ -232,4 +232,3 @@ func Random(ctx Context) float64 {
 	e.enter()
 	return e.rng.Float64()
 }
-

@@ -1,0 +1,316 @@
+package workflow_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/internal/memworld"
+	"github.com/cairn-go/cairn/worlds"
+)
+
+func TestWebhookHandler(t *testing.T) {
+	t.Parallel()
+	w := memworld.New()
+	h := serve(t, w, workflow.Config{}, workflow.Use(Approval{}))
+	run, err := workflow.Start(context.Background(), h.c, Approval{}, "tok-webhook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForHook(t, w, "tok-webhook")
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", h.c.WebhookHandler(workflow.WebhookOptions{MaxBodyBytes: 64}))
+	cases := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"get", http.MethodGet, "/webhooks/tok-webhook", "", http.StatusMethodNotAllowed},
+		{"unknown token", http.MethodPost, "/webhooks/nope", `{}`, http.StatusNotFound},
+		{"not json", http.MethodPost, "/webhooks/tok-webhook", `approved`, http.StatusBadRequest},
+		{"too large", http.MethodPost, "/webhooks/tok-webhook", `{"by":"` + strings.Repeat("x", 100) + `"}`, http.StatusRequestEntityTooLarge},
+		{"ok", http.MethodPost, "/webhooks/tok-webhook", `{"approved":true,"by":"web"}`, http.StatusAccepted},
+	}
+	for _, tc := range cases {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body)))
+		if rec.Code != tc.want {
+			t.Fatalf("%s: status %d (%s), want %d", tc.name, rec.Code, rec.Body, tc.want)
+		}
+	}
+	got, err := run.Result(resultCtx(t))
+	if err != nil || got != "approved by web" {
+		t.Fatalf("Result = %q, %v", got, err)
+	}
+}
+
+// Diverging takes its shape from a shared switch, to simulate a code change between
+// deliveries.
+type Diverging struct{ second *string }
+
+func (w Diverging) Run(ctx workflow.Context, _ int) (string, error) {
+	if _, err := workflow.Step(ctx, "first", func(context.Context, int) (int, error) { return 1, nil }, 0); err != nil {
+		return "", err
+	}
+	if *w.second == "sleep" {
+		return "", workflow.Sleep(ctx, time.Millisecond)
+	}
+	return workflow.Step(ctx, *w.second, func(context.Context, int) (string, error) { return "done", nil }, 0)
+}
+
+func TestNondeterminism(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, changeTo, wantIn string }{
+		{"renamed step", "other", `history has step "second" (step_2), code asked for step "other"`},
+		{"step became sleep", "sleep", `history has step "second" (step_2), code asked for sleep`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := memworld.New()
+			name := "second"
+			wf := Diverging{second: &name}
+			c, err := workflow.NewClient(workflow.Config{World: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Runner(workflow.Use(wf))
+			run, err := workflow.Start(context.Background(), c, wf, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Drive deliveries by hand until step_2 is created, then change the code.
+			for i := 0; i < 20; i++ {
+				if _, err := w.GetStep(context.Background(), run.ID(), "step_2"); err == nil {
+					break
+				}
+				w.RunOne(context.Background(), r)
+			}
+			name = tc.changeTo
+			for i := 0; i < 20; i++ {
+				if st, _ := run.Status(context.Background()); st.Terminal() {
+					break
+				}
+				w.RunOne(context.Background(), r)
+			}
+			_, err = run.Result(resultCtx(t))
+			var re *workflow.RunError
+			if !errors.As(err, &re) || !strings.Contains(re.Info.Message, tc.wantIn) || !strings.Contains(re.Info.Message, "operation 2") {
+				t.Fatalf("err = %v, want nondeterminism naming %q at operation 2", err, tc.wantIn)
+			}
+		})
+	}
+}
+
+func TestDuplicateDeliveriesDoNotRerunSteps(t *testing.T) {
+	t.Parallel()
+	c := &counter{}
+	wf := ThreeSteps{c: c}
+	w := memworld.New(memworld.DuplicateDeliveries())
+	h := serve(t, w, workflow.Config{}, workflow.Use(wf))
+	run, err := workflow.Start(context.Background(), h.c, wf, numIn{N: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := run.Result(resultCtx(t))
+	if err != nil || got != 13 {
+		t.Fatalf("Result = %d, %v", got, err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if n := c.get(k); n != 1 {
+			t.Fatalf("step %s ran %d times under duplicate delivery", k, n)
+		}
+	}
+}
+
+func TestRedeliveryAfterCompletion(t *testing.T) {
+	t.Parallel()
+	c := &counter{}
+	wf := ThreeSteps{c: c}
+	w := memworld.New()
+	cl, err := workflow.NewClient(workflow.Config{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cl.Runner(workflow.Use(wf))
+	run, err := workflow.Start(context.Background(), cl, wf, numIn{N: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []worlds.Delivery
+	for i := 0; i < 50; i++ {
+		if st, _ := run.Status(context.Background()); st.Terminal() {
+			break
+		}
+		seen = append(seen, w.Queued()...)
+		w.RunOne(context.Background(), r)
+	}
+	// Every delivery arrives again, as a redelivery (Attempt 2).
+	for _, d := range seen {
+		d.Attempt = 1
+		w.Redeliver(d)
+	}
+	for i := 0; i < 5; i++ {
+		w.RunOne(context.Background(), r)
+	}
+	if got, err := run.Result(resultCtx(t)); err != nil || got != 3 {
+		t.Fatalf("Result = %d, %v", got, err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if n := c.get(k); n != 1 {
+			t.Fatalf("step %s ran %d times after redelivery", k, n)
+		}
+	}
+}
+
+// recorder is an Observer counting callbacks.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, s)
+}
+
+func (r *recorder) RunStarted(ctx context.Context, info workflow.Info) context.Context {
+	r.add("run started")
+	return ctx
+}
+
+func (r *recorder) RunFinished(ctx context.Context, info workflow.Info, st worlds.RunStatus, err error) context.Context {
+	r.add("run " + string(st))
+	return ctx
+}
+
+func (r *recorder) StepStarted(ctx context.Context, info workflow.Info) context.Context {
+	r.add("start " + info.StepName)
+	return ctx
+}
+
+func (r *recorder) StepFinished(ctx context.Context, info workflow.Info, o workflow.StepOutcome) context.Context {
+	r.add(string(o.Result) + " " + info.StepName)
+	return ctx
+}
+
+// Logging logs from workflow code around two steps.
+type Logging struct{ log *slog.Logger }
+
+func (w Logging) Run(ctx workflow.Context, _ int) (int, error) {
+	w.log.InfoContext(ctx, "begin")
+	a, err := workflow.Step(ctx, "a", func(sctx context.Context, _ int) (int, error) {
+		w.log.InfoContext(sctx, "in step")
+		return 1, nil
+	}, 0)
+	if err != nil {
+		return 0, err
+	}
+	w.log.InfoContext(ctx, "after a")
+	b, err := workflow.Step(ctx, "b", func(context.Context, int) (int, error) { return 2, nil }, 0, fast)
+	w.log.InfoContext(ctx, "end")
+	return a + b, err
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestReplayAwareLoggingAndObserver(t *testing.T) {
+	t.Parallel()
+	buf := &syncBuf{}
+	log := slog.New(workflow.NewLogHandler(slog.NewTextHandler(buf, nil)))
+	obs := &recorder{}
+	wf := Logging{log: log}
+	h := serve(t, memworld.New(), workflow.Config{Observer: obs}, workflow.Use(wf))
+	run, err := workflow.Start(context.Background(), h.c, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(resultCtx(t)); err != nil || got != 3 {
+		t.Fatalf("Result = %d, %v", got, err)
+	}
+	out := buf.String()
+	for _, msg := range []string{"msg=begin", "msg=\"in step\"", "msg=\"after a\"", "msg=end"} {
+		if n := strings.Count(out, msg); n != 1 {
+			t.Fatalf("%s logged %d times despite replays:\n%s", msg, n, out)
+		}
+	}
+	if !strings.Contains(out, "workflow.step_name=a") || !strings.Contains(out, "workflow.attempt=1") || strings.Count(out, "workflow.run_id="+run.ID()) != 4 {
+		t.Fatalf("identity attributes missing or repeated:\n%s", out)
+	}
+	obs.mu.Lock()
+	got := strings.Join(obs.events, ", ")
+	obs.mu.Unlock()
+	if want := "run started, start a, completed a, start b, completed b, run completed"; got != want {
+		t.Fatalf("observer saw %q, want %q", got, want)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	w := memworld.New()
+	c, err := workflow.NewClient(workflow.Config{World: w, MaxPayloadBytes: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Start(context.Background(), c, Approval{}, strings.Repeat("x", 40)); !errors.Is(err, workflow.ErrTooLarge) {
+		t.Fatalf("oversized input: err = %v", err)
+	}
+	if _, err := workflow.NewClient(workflow.Config{}); !errors.Is(err, workflow.ErrInvalidConfig) {
+		t.Fatalf("no World: err = %v", err)
+	}
+	if _, err := workflow.NewClient(workflow.Config{World: w, PollInterval: -1}); !errors.Is(err, workflow.ErrInvalidConfig) {
+		t.Fatalf("negative poll: err = %v", err)
+	}
+	// Nothing was written for the rejected start.
+	page, _ := w.ListRuns(context.Background(), worlds.RunFilter{})
+	if len(page.Items) != 0 {
+		t.Fatalf("rejected start wrote %d runs", len(page.Items))
+	}
+	// A delivery for a workflow this runner does not know is refused.
+	err = workflow.Use(Approval{}).Run(context.Background(), w, worlds.Delivery{Input: worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "nope.Nope", RunID: "r"}})
+	if !errors.Is(err, workflow.ErrUnknownWorkflow) {
+		t.Fatalf("unknown workflow: err = %v", err)
+	}
+}
+
+// Unserialisable returns a value JSON cannot encode.
+type Unserialisable struct{}
+
+func (Unserialisable) Run(ctx workflow.Context, _ int) (chan int, error) { return make(chan int), nil }
+
+func TestNonSerialisableResult(t *testing.T) {
+	t.Parallel()
+	h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(Unserialisable{}))
+	run, err := workflow.Start(context.Background(), h.c, Unserialisable{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(resultCtx(t))
+	var re *workflow.RunError
+	if !errors.As(err, &re) || !strings.Contains(re.Info.Message, "workflow output") {
+		t.Fatalf("err = %v, want a failed run naming the workflow output", err)
+	}
+}
