@@ -1,0 +1,114 @@
+package workflow_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/internal/memworld"
+)
+
+// Greet is a workflow: a type with a Run method. Its steps are plain functions.
+type Greet struct{}
+
+func (Greet) Run(ctx workflow.Context, name string) (string, error) {
+	upper, err := workflow.Step(ctx, "shout", func(_ context.Context, s string) (string, error) {
+		return strings.ToUpper(s), nil
+	}, name)
+	if err != nil {
+		return "", err
+	}
+	return "HELLO, " + upper, nil
+}
+
+// Production code opens a durable World (worlds/local, worlds/aws); the examples use
+// an in-memory one.
+func exampleClient() (*workflow.Client, func()) {
+	client, err := workflow.NewClient(workflow.Config{World: memworld.New()})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = client.Serve(ctx, workflow.Use(Greet{}), workflow.Use(Nap{}), workflow.Use(Approve{}))
+	}()
+	return client, func() { cancel(); <-done }
+}
+
+func ExampleStart() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	run, err := workflow.Start(ctx, client, Greet{}, "ada")
+	if err != nil {
+		panic(err)
+	}
+	out, err := run.Result(ctx)
+	fmt.Println(out, err)
+	// Output: HELLO, ADA <nil>
+}
+
+func ExampleStep() {
+	client, stop := exampleClient()
+	defer stop()
+	run, _ := workflow.Start(context.Background(), client, Greet{}, "grace")
+	out, _ := run.Result(context.Background())
+	fmt.Println(out)
+	// Output: HELLO, GRACE
+}
+
+// Nap sleeps on a durable timer; the delay could as well be 30 days.
+type Nap struct{}
+
+func (Nap) Run(ctx workflow.Context, d time.Duration) (bool, error) {
+	start := workflow.Now(ctx)
+	if err := workflow.Sleep(ctx, d); err != nil {
+		return false, err
+	}
+	return workflow.Now(ctx).Sub(start) >= d, nil
+}
+
+func ExampleSleep() {
+	client, stop := exampleClient()
+	defer stop()
+	run, _ := workflow.Start(context.Background(), client, Nap{}, 50*time.Millisecond)
+	slept, err := run.Result(context.Background())
+	fmt.Println(slept, err)
+	// Output: true <nil>
+}
+
+// Approve waits for a decision sent to its hook's token.
+type Approve struct{}
+
+func (Approve) Run(ctx workflow.Context, invoice string) (string, error) {
+	hook, err := workflow.CreateHook[bool](ctx, workflow.HookOptions{Token: "approve-" + invoice})
+	if err != nil {
+		return "", err
+	}
+	ok, err := hook.Receive(ctx)
+	if err != nil || !ok {
+		return "rejected", err
+	}
+	return "paid", nil
+}
+
+func ExampleCreateHook() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	run, _ := workflow.Start(ctx, client, Approve{}, "inv-7")
+	// Someone outside the workflow approves, by token, once the hook exists.
+	for {
+		if _, err := workflow.ResumeHook(ctx, client, "approve-inv-7", true); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	out, _ := run.Result(ctx)
+	fmt.Println(out)
+	// Output: paid
+}
