@@ -1,0 +1,272 @@
+package consumer
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+const (
+	batchMax           = 10
+	maxDeleteFlights   = 4
+	heartbeatFraction  = 3 // extend when a third of the timeout is left
+	maxHeartbeatPeriod = time.Second
+)
+
+// entryIDs are the batch entry IDs; SQS wants them unique per request only.
+var entryIDs = func() [batchMax]*string {
+	var ids [batchMax]*string
+	for i := range ids {
+		ids[i] = aws.String(strconv.Itoa(i))
+	}
+	return ids
+}()
+
+type delEntry struct {
+	handle  *string
+	success bool
+}
+
+type visEntry struct {
+	handle  *string
+	timeout int32
+}
+
+// acker batches deletes and visibility changes and runs the heartbeat. Its
+// loop sends visibility changes and extensions one request at a time, so a
+// failed message's new timeout always lands after any extension covering it.
+type acker struct {
+	c        *Consumer
+	mu       sync.Mutex
+	deletes  []delEntry
+	changes  []visEntry
+	kick     chan struct{}
+	arm      chan struct{}
+	done     chan struct{}
+	flights  chan struct{}
+	inflight sync.WaitGroup
+}
+
+func newAcker(c *Consumer, capacity int) *acker {
+	return &acker{
+		c:       c,
+		deletes: make([]delEntry, 0, capacity),
+		changes: make([]visEntry, 0, capacity),
+		kick:    make(chan struct{}, 1),
+		arm:     make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		flights: make(chan struct{}, maxDeleteFlights),
+	}
+}
+
+func (a *acker) delete(h *string, success bool) {
+	a.mu.Lock()
+	a.deletes = append(a.deletes, delEntry{handle: h, success: success})
+	n := len(a.deletes)
+	a.mu.Unlock()
+	a.poke(n)
+}
+
+func (a *acker) changeVisibility(h *string, timeout int32) {
+	a.mu.Lock()
+	a.changes = append(a.changes, visEntry{handle: h, timeout: timeout})
+	n := len(a.changes)
+	a.mu.Unlock()
+	a.poke(n)
+}
+
+func (a *acker) poke(n int) {
+	ch := a.arm
+	if n >= batchMax {
+		ch = a.kick
+	} else if n != 1 {
+		return
+	}
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (a *acker) stop() { close(a.done) }
+
+// loop runs until stop; ctx must not be canceled by shutdown (the caller
+// passes context.WithoutCancel) so the final flush still deletes.
+func (a *acker) loop(ctx context.Context) {
+	period := min(a.c.vis/heartbeatFraction/2, maxHeartbeatPeriod)
+	ticker := a.c.cfg.clock.NewTicker(period)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	for {
+		select {
+		case <-a.arm:
+			if !armed {
+				armed = true
+				timer.Reset(a.c.cfg.flushInterval)
+			}
+		case <-a.kick:
+			a.flush(ctx, false)
+		case <-timer.C:
+			armed = false
+			a.flush(ctx, true)
+		case <-ticker.C():
+			a.heartbeat(ctx)
+		case <-a.done:
+			timer.Stop()
+			fctx, cancel := context.WithTimeout(ctx, finalFlushTimeout)
+			a.flush(fctx, true)
+			a.inflight.Wait()
+			cancel()
+			return
+		}
+	}
+}
+
+// flush sends full batches, and with partial also the remainder.
+func (a *acker) flush(ctx context.Context, partial bool) {
+	for {
+		a.mu.Lock()
+		nd, nv := len(a.deletes), len(a.changes)
+		if nd == 0 && nv == 0 || !partial && nd < batchMax && nv < batchMax {
+			a.mu.Unlock()
+			break
+		}
+		var del []delEntry
+		var vis []visEntry
+		if nd >= batchMax || partial && nd > 0 {
+			k := min(nd, batchMax)
+			del = append(make([]delEntry, 0, k), a.deletes[:k]...)
+			a.deletes = append(a.deletes[:0], a.deletes[k:]...)
+		}
+		if nv >= batchMax || partial && nv > 0 {
+			k := min(nv, batchMax)
+			vis = append(make([]visEntry, 0, k), a.changes[:k]...)
+			a.changes = append(a.changes[:0], a.changes[k:]...)
+		}
+		a.mu.Unlock()
+		if len(vis) > 0 {
+			a.sendVisibility(ctx, vis)
+		}
+		if len(del) > 0 {
+			a.flights <- struct{}{}
+			a.inflight.Add(1)
+			go func() {
+				defer func() { <-a.flights; a.inflight.Done() }()
+				a.sendDeletes(ctx, del)
+			}()
+		}
+	}
+	a.mu.Lock()
+	rest := len(a.deletes) + len(a.changes)
+	a.mu.Unlock()
+	if rest > 0 {
+		// Entries arrived while sending: make sure a timer covers them.
+		select {
+		case a.arm <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
+	for i, e := range del {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle}
+	}
+	out, err := a.c.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
+		QueueUrl: &a.c.queueURL, Entries: entries,
+	})
+	log := a.c.cfg.log
+	if err != nil {
+		log.Error("delete batch failed; messages will be redelivered", slog.String("route", a.c.name),
+			slog.Int("count", len(del)), slog.Any("error", err))
+		return
+	}
+	failed := 0
+	for _, f := range out.Failed {
+		failed++
+		log.Error("delete failed; message will be redelivered", slog.String("route", a.c.name),
+			slog.String("code", aws.ToString(f.Code)), slog.String("reason", aws.ToString(f.Message)))
+	}
+	if m := a.c.cfg.successMetric; m != nil {
+		ok := make(map[string]bool, len(out.Successful))
+		if failed > 0 {
+			for _, s := range out.Successful {
+				ok[aws.ToString(s.Id)] = true
+			}
+		}
+		for i, e := range del {
+			if e.success && (failed == 0 || ok[*entryIDs[i]]) {
+				m(a.c.name)
+			}
+		}
+	}
+}
+
+func (a *acker) sendVisibility(ctx context.Context, vis []visEntry) {
+	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(vis))
+	for i, e := range vis {
+		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: entryIDs[i], ReceiptHandle: e.handle, VisibilityTimeout: e.timeout,
+		}
+	}
+	out, err := a.c.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
+		QueueUrl: &a.c.queueURL, Entries: entries,
+	})
+	if err != nil {
+		a.c.cfg.log.Warn("change visibility batch failed", slog.String("route", a.c.name), slog.Any("error", err))
+		return
+	}
+	for _, f := range out.Failed {
+		// A message deleted or redelivered meanwhile has a stale handle.
+		a.c.cfg.log.Debug("change visibility failed", slog.String("route", a.c.name),
+			slog.String("code", aws.ToString(f.Code)))
+	}
+}
+
+// heartbeat extends the visibility of every unfinished received message
+// whose timeout is about to lapse, counted from its receive time, up to the
+// route's extension limit and never past 12 h after receipt.
+func (a *acker) heartbeat(ctx context.Context) {
+	c := a.c
+	limit := c.route.ExtensionLimit()
+	if limit == 0 {
+		return
+	}
+	now := c.cfg.clock.Now()
+	margin := c.vis / heartbeatFraction
+	var due []visEntry
+	c.mu.Lock()
+	for b := c.head; b != nil; b = b.next {
+		if b.extensions >= limit || now.Before(b.visibleUntil.Add(-margin)) {
+			continue
+		}
+		left := maxVisibility - now.Sub(b.receivedAt)
+		ext := min(c.vis, left)
+		if ext < time.Second {
+			continue
+		}
+		secs := int32(ext / time.Second)
+		for i := range b.items {
+			if !b.items[i].done {
+				due = append(due, visEntry{handle: b.items[i].msg.ReceiptHandle, timeout: secs})
+			}
+		}
+		b.extensions++
+		b.visibleUntil = now.Add(time.Duration(secs) * time.Second)
+	}
+	c.mu.Unlock()
+	for len(due) > 0 {
+		k := min(len(due), batchMax)
+		a.sendVisibility(ctx, due[:k])
+		due = due[k:]
+	}
+}

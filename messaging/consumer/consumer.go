@@ -1,0 +1,482 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/middleware"
+	"github.com/cairn-go/cairn/messaging/router"
+)
+
+// maxVisibility is the SQS limit on a message's total invisibility, counted
+// from when it was received.
+const maxVisibility = time.Duration(router.MaxVisibilityTimeout) * time.Second
+
+var (
+	systemAttributeNames  = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}
+	messageAttributeNames = []string{"All"}
+)
+
+// Consumer polls one route's queue. Create it with New and call Run.
+type Consumer struct {
+	client  SQSClient
+	route   *router.Route
+	cfg     config
+	handler middleware.Handler
+	name    string
+	running atomic.Bool
+
+	queueURL  string
+	vis       time.Duration
+	perGroup  bool
+	seq       atomic.Uint64
+	batchPool sync.Pool
+
+	// mu guards the in-flight batch list and each delivery's done flag.
+	mu   sync.Mutex
+	head *batch
+
+	slots *semaphore
+	ack   *acker
+}
+
+// New builds a Consumer for route. It returns ErrNoSQSClient or ErrNoRoute;
+// nothing is contacted until Run.
+func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, error) {
+	if client == nil {
+		return nil, merrors.ErrNoSQSClient
+	}
+	if route == nil {
+		return nil, merrors.ErrNoRoute
+	}
+	cfg := config{
+		log:           slog.New(slog.DiscardHandler),
+		retryTimeout:  DefaultRetryTimeout,
+		clock:         realClock{},
+		flushInterval: DefaultAckFlushInterval,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	mws := append(append([]middleware.Middleware(nil), cfg.global...), route.Middleware()...)
+	c := &Consumer{
+		client:   client,
+		route:    route,
+		cfg:      cfg,
+		handler:  middleware.Chain(mws...)(route.Handler()),
+		name:     route.QueueName(),
+		vis:      time.Duration(route.VisibilityTimeout()) * time.Second,
+		perGroup: route.RunMode() == router.PerGroupID,
+	}
+	c.batchPool.New = func() any { return &batch{items: make([]delivery, 0, route.MaxMessages())} }
+	return c, nil
+}
+
+// Route returns the consumer's route.
+func (c *Consumer) Route() *router.Route { return c.route }
+
+// Run consumes until ctx is canceled, then drains and returns nil. It returns
+// ErrNoSchedulerClient for a Scheduled Retry route without a scheduler client
+// and an error wrapping ErrQueueResolve when the queue URL cannot be found.
+// A Consumer runs at most once at a time.
+func (c *Consumer) Run(ctx context.Context) error {
+	if _, ok := c.route.ScheduledRetry(); ok && c.cfg.scheduler == nil {
+		return merrors.ErrNoSchedulerClient
+	}
+	if !c.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("consumer %s: already running", c.name)
+	}
+	defer c.running.Store(false)
+	if err := c.resolve(ctx); err != nil {
+		return err
+	}
+
+	workers := c.route.WorkerPoolSize()
+	max := int(c.route.MaxMessages())
+	capacity := workers + max*c.route.Pollers()
+	c.slots = newSemaphore(capacity)
+	c.ack = newAcker(c, capacity)
+
+	// Handlers outlive ctx so received messages can finish; hardCancel ends
+	// them when the shutdown timeout elapses.
+	hctx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+
+	queues := make([]chan *delivery, 1)
+	if c.perGroup {
+		queues = make([]chan *delivery, workers)
+	}
+	for i := range queues {
+		queues[i] = make(chan *delivery, capacity)
+	}
+
+	ackDone := make(chan struct{})
+	go func() { defer close(ackDone); c.ack.loop(context.WithoutCancel(ctx)) }()
+
+	var wg sync.WaitGroup
+	for i := range workers {
+		q := queues[0]
+		if c.perGroup {
+			q = queues[i]
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.work(hctx, q) }()
+	}
+	var pollers sync.WaitGroup
+	for range c.route.Pollers() {
+		pollers.Add(1)
+		go func() { defer pollers.Done(); c.poll(ctx, queues) }()
+	}
+
+	pollers.Wait()
+	for _, q := range queues {
+		close(q)
+	}
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	if c.cfg.shutdownTimeout > 0 {
+		t := time.NewTimer(c.cfg.shutdownTimeout)
+		select {
+		case <-drained:
+			t.Stop()
+		case <-t.C:
+			c.cfg.log.Warn("shutdown timeout elapsed; canceling handlers", slog.String("route", c.name))
+			hardCancel()
+			<-drained
+		}
+	} else {
+		<-drained
+	}
+	c.ack.stop()
+	<-ackDone
+	return nil
+}
+
+func (c *Consumer) resolve(ctx context.Context) error {
+	if strings.HasPrefix(c.name, "https://") || strings.HasPrefix(c.name, "http://") {
+		c.queueURL = c.name
+		if i := strings.LastIndexByte(c.name, '/'); i >= 0 {
+			c.name = c.name[i+1:]
+		}
+		return nil
+	}
+	out, err := c.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(c.name)})
+	if err != nil {
+		return merrors.Wrap(merrors.ErrQueueResolve, fmt.Errorf("queue %q: %w", c.name, err))
+	}
+	if out == nil || out.QueueUrl == nil {
+		return merrors.Wrap(merrors.ErrQueueResolve, fmt.Errorf("queue %q: empty URL", c.name))
+	}
+	c.queueURL = *out.QueueUrl
+	return nil
+}
+
+func (c *Consumer) poll(ctx context.Context, queues []chan *delivery) {
+	want := int(c.route.MaxMessages())
+	in := &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(c.queueURL),
+		MaxNumberOfMessages:         int32(want),
+		WaitTimeSeconds:             c.route.WaitTimeSeconds(),
+		VisibilityTimeout:           c.route.VisibilityTimeout(),
+		MessageSystemAttributeNames: systemAttributeNames,
+		MessageAttributeNames:       messageAttributeNames,
+	}
+	for {
+		// Back-pressure: receive only what the pool can take.
+		if !c.slots.acquire(ctx, want) {
+			return
+		}
+		out, err := c.client.ReceiveMessage(ctx, in)
+		if err != nil {
+			c.slots.release(want)
+			if ctx.Err() != nil {
+				return
+			}
+			c.cfg.log.Error("receive failed", slog.String("route", c.name),
+				slog.Any("error", merrors.Wrap(merrors.ErrGetMessage, err)))
+			t := time.NewTimer(c.cfg.retryTimeout)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		n := len(out.Messages)
+		if n < want {
+			c.slots.release(want - n)
+		}
+		if n == 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		b := c.track(out.Messages)
+		for i := range b.items {
+			d := &b.items[i]
+			q := queues[0]
+			if c.perGroup {
+				q = queues[hash(d.groupKey)%uint32(len(queues))]
+			}
+			q <- d
+		}
+	}
+}
+
+// track registers a received batch with the heartbeat before any of its
+// messages is dispatched, so visibility is counted from receive time.
+func (c *Consumer) track(msgs []types.Message) *batch {
+	b := c.batchPool.Get().(*batch)
+	now := c.cfg.clock.Now()
+	b.receivedAt, b.visibleUntil = now, now.Add(c.vis)
+	b.extensions, b.pending = 0, len(msgs)
+	b.seq = c.seq.Add(1)
+	for i := range msgs {
+		b.items = append(b.items, delivery{msg: msgs[i], b: b, queue: c.name})
+		if c.perGroup {
+			b.items[i].groupKey = c.groupKey(&b.items[i])
+		}
+	}
+	c.mu.Lock()
+	b.next = c.head
+	if c.head != nil {
+		c.head.prev = b
+	}
+	c.head = b
+	c.mu.Unlock()
+	return b
+}
+
+// finish marks d done so the heartbeat stops extending it; the last message
+// of a batch returns the batch to the pool.
+func (c *Consumer) finish(d *delivery) {
+	b := d.b
+	c.mu.Lock()
+	d.done = true
+	b.pending--
+	last := b.pending == 0
+	if last {
+		if b.prev != nil {
+			b.prev.next = b.next
+		} else {
+			c.head = b.next
+		}
+		if b.next != nil {
+			b.next.prev = b.prev
+		}
+		b.prev, b.next = nil, nil
+	}
+	c.mu.Unlock()
+	c.slots.release(1)
+	if last {
+		clear(b.items)
+		b.items = b.items[:0]
+		c.batchPool.Put(b)
+	}
+}
+
+func (c *Consumer) groupKey(d *delivery) string {
+	fields := c.route.CustomGroupFields()
+	key := d.GroupID()
+	if len(fields) > 0 {
+		var sb strings.Builder
+		sb.WriteString(key)
+		for _, f := range fields {
+			v, _ := d.Attribute(f)
+			sb.WriteByte(0)
+			sb.WriteString(v)
+		}
+		key = sb.String()
+	}
+	if key == "" {
+		// No group: nothing to order, so spread by message ID.
+		key = d.ID()
+	}
+	return key
+}
+
+func hash(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// blockMark remembers a failed message of a group: every later message of
+// that group already received (batch seq <= seq) must not run ahead of it.
+type blockMark struct {
+	seq     uint64
+	timeout int32 // visibility given to the failed message; -1 = unchanged
+}
+
+func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
+	var blocked map[string]blockMark
+	if c.perGroup {
+		blocked = make(map[string]blockMark)
+	}
+	for d := range q {
+		if ctx.Err() != nil {
+			// Shutdown timeout elapsed: the handler never ran, so hand the
+			// message back rather than delete it.
+			c.finishVisibility(d, 0)
+			continue
+		}
+		if blocked != nil {
+			if m, ok := blocked[d.groupKey]; ok {
+				if d.b.seq <= m.seq {
+					if m.timeout >= 0 {
+						c.finishVisibility(d, m.timeout)
+					} else {
+						c.finish(d)
+					}
+					continue
+				}
+				delete(blocked, d.groupKey)
+			}
+		}
+		err := c.handler(ctx, d)
+		if d.backoffSet {
+			if cl, _ := merrors.Classify(err); cl != merrors.FatalClass {
+				err = merrors.Backoff(err, d.backoff)
+			}
+		}
+		kept, timeout := c.outcome(ctx, d, err)
+		if kept && blocked != nil {
+			blocked[d.groupKey] = blockMark{seq: c.seq.Load(), timeout: timeout}
+		}
+	}
+}
+
+// finishVisibility marks d done and queues a visibility change for it.
+func (c *Consumer) finishVisibility(d *delivery, seconds int32) {
+	h := d.msg.ReceiptHandle
+	c.finish(d)
+	c.ack.changeVisibility(h, seconds)
+}
+
+// capVisibility bounds a visibility timeout so the message's total
+// invisibility never passes the 12 h SQS maximum counted from receipt.
+func (c *Consumer) capVisibility(d *delivery, want time.Duration) int32 {
+	left := maxVisibility - c.cfg.clock.Now().Sub(d.b.receivedAt)
+	want = min(want, left)
+	if want <= 0 {
+		return 0
+	}
+	return int32((want + time.Second - 1) / time.Second)
+}
+
+// outcome acts on a handler result. It reports whether the message stays in
+// the queue and, if so, the visibility it was given (-1 when unchanged).
+func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bool, timeout int32) {
+	class, delay := merrors.Classify(err)
+	if class == merrors.Success {
+		h := d.msg.ReceiptHandle
+		c.finish(d)
+		c.ack.delete(h, true)
+		return false, 0
+	}
+	if cfg, ok := c.route.ScheduledRetry(); ok {
+		return c.scheduledOutcome(ctx, d, err, class, delay, cfg)
+	}
+	level := slog.LevelWarn
+	if class == merrors.FatalClass {
+		level = slog.LevelError
+	}
+	c.cfg.log.LogAttrs(ctx, level, "message failed", slog.String("route", c.name),
+		slog.String("message_id", d.ID()), slog.String("class", class.String()),
+		slog.Int("receive_count", d.ReceiveCount()), slog.Any("error", err))
+
+	dlq, hasDLQ := c.route.DLQ()
+	exhausted := hasDLQ && (class == merrors.FatalClass || d.ReceiveCount() >= dlq.MaxReceiveCount)
+	if exhausted {
+		c.observeDLQ(ctx, d, dlq, err)
+	}
+	switch {
+	case class == merrors.FatalClass && hasDLQ:
+		// Release at once so the redrive policy moves it without waiting.
+		timeout = 0
+	case class == merrors.BackoffRequested:
+		timeout = c.capVisibility(d, delay)
+	default:
+		base, maxDelay, ok := c.route.RetryBackoff()
+		if !ok {
+			c.finish(d)
+			return true, -1
+		}
+		timeout = c.capVisibility(d, router.ExpBackoff(base, maxDelay, d.ReceiveCount()))
+	}
+	c.finishVisibility(d, timeout)
+	return true, timeout
+}
+
+func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq router.DLQ, err error) {
+	c.cfg.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("route", c.name),
+		slog.String("message_id", d.ID()), slog.Int("receive_count", d.ReceiveCount()),
+		slog.Int("max_receive_count", dlq.MaxReceiveCount), slog.Any("error", err))
+	if c.cfg.dlqMetric != nil {
+		c.cfg.dlqMetric(c.name)
+	}
+	if dlq.OnDLQ != nil {
+		dlq.OnDLQ(ctx, d)
+	}
+}
+
+// semaphore counts free worker-pool slots; pollers wait for a whole batch.
+type semaphore struct {
+	mu     sync.Mutex
+	free   int
+	notify chan struct{}
+}
+
+func newSemaphore(n int) *semaphore { return &semaphore{free: n, notify: make(chan struct{}, 1)} }
+
+func (s *semaphore) acquire(ctx context.Context, n int) bool {
+	for {
+		s.mu.Lock()
+		if s.free >= n {
+			s.free -= n
+			more := s.free > 0
+			s.mu.Unlock()
+			if more {
+				s.signal()
+			}
+			return true
+		}
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.notify:
+		}
+	}
+}
+
+func (s *semaphore) release(n int) {
+	s.mu.Lock()
+	s.free += n
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *semaphore) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,118 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-go/cairn/messaging/consumer"
+	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/messagingtest"
+	"github.com/cairn-go/cairn/messaging/middleware"
+	"github.com/cairn-go/cairn/messaging/router"
+)
+
+// runUntil runs c until cond holds (checked every 5ms), then cancels and
+// waits for Run to return.
+func runUntil(t *testing.T, c *consumer.Consumer, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	deadline := time.After(20 * time.Second)
+	for !cond() {
+		select {
+		case err := <-errc:
+			cancel()
+			t.Fatalf("Run returned early: %v", err)
+		case <-deadline:
+			cancel()
+			<-errc
+			t.Fatal("condition not reached")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+func newRoute(t *testing.T, name string, h middleware.Handler, opts ...router.Option) *router.Route {
+	t.Helper()
+	r, err := router.New(name, h, append([]router.Option{router.WithWaitTimeSeconds(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewValidation(t *testing.T) {
+	t.Parallel()
+	r := newRoute(t, "q", func(context.Context, middleware.Message) error { return nil })
+	if _, err := consumer.New(nil, r); !errors.Is(err, merrors.ErrNoSQSClient) {
+		t.Fatalf("nil client: %v", err)
+	}
+	if _, err := consumer.New(messagingtest.NewSQS(), nil); !errors.Is(err, merrors.ErrNoRoute) {
+		t.Fatalf("nil route: %v", err)
+	}
+}
+
+func TestQueueResolveError(t *testing.T) {
+	t.Parallel()
+	c, err := consumer.New(messagingtest.NewSQS(), newRoute(t, "missing", func(context.Context, middleware.Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(context.Background()); !errors.Is(err, merrors.ErrQueueResolve) {
+		t.Fatalf("Run = %v, want ErrQueueResolve", err)
+	}
+}
+
+// TestBatchedAcknowledgement proves the steady state costs at most 0.25 API
+// calls per message: one receive of 10 plus one batch delete of 10.
+func TestBatchedAcknowledgement(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"std", "ordered.fifo"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := messagingtest.NewSQS()
+			url, _ := fake.AddQueue(name)
+			const n = 2000
+			for i := range n {
+				if _, err := fake.Send(url, fmt.Sprint("m", i), fmt.Sprint("g", i%50), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var handled atomic.Int64
+			mode := router.Parallel
+			if name != "std" {
+				mode = router.PerGroupID
+			}
+			r := newRoute(t, name, func(context.Context, middleware.Message) error { handled.Add(1); return nil },
+				router.WithWorkerPoolSize(8), router.WithRunMode(mode))
+			c, err := consumer.New(fake, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runUntil(t, c, func() bool { return fake.Len(url) == 0 })
+			if handled.Load() != n {
+				t.Fatalf("handled %d want %d", handled.Load(), n)
+			}
+			calls := fake.Calls("ReceiveMessage") + fake.Calls("DeleteMessageBatch") +
+				fake.Calls("ChangeMessageVisibilityBatch") + fake.Calls("DeleteMessage")
+			perMsg := float64(calls) / n
+			t.Logf("%d calls for %d messages: %.3f/message (receive %d, delete batch %d)",
+				calls, n, perMsg, fake.Calls("ReceiveMessage"), fake.Calls("DeleteMessageBatch"))
+			if perMsg > 0.25 {
+				t.Fatalf("%.3f API calls per message, want <= 0.25", perMsg)
+			}
+		})
+	}
+}
+
+var _ = sync.Mutex{}

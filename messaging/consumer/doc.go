@@ -1,0 +1,14 @@
+// Package consumer polls one SQS queue for one router.Route: concurrent
+// pollers with back-pressure from the worker pool, Parallel or PerGroupID
+// dispatch, a visibility heartbeat counted from receive time, error
+// classification (retry, fatal, backoff), observe-only DLQ detection, the
+// Scheduled Retry model for FIFO queues, and batched acknowledgement through
+// DeleteMessageBatch and ChangeMessageVisibilityBatch.
+//
+// Steady state costs one ReceiveMessage and one DeleteMessageBatch per ten
+// messages. On shutdown the consumer stops polling, lets running and
+// already-received messages finish (bounded by WithShutdownTimeout), releases
+// the ones it will not run, and flushes pending acknowledgements with
+// context.WithoutCancel so finished messages are still deleted. A message
+// whose handler did not return nil is never deleted.
+package consumer

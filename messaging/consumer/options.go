@@ -1,0 +1,159 @@
+package consumer
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-go/cairn/messaging/middleware"
+)
+
+// SQSClient is the part of *sqs.Client the consumer uses.
+type SQSClient interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// SchedulerClient is the part of *scheduler.Client the Scheduled Retry model
+// uses.
+type SchedulerClient interface {
+	CreateSchedule(ctx context.Context, in *scheduler.CreateScheduleInput, opts ...func(*scheduler.Options)) (*scheduler.CreateScheduleOutput, error)
+}
+
+// DLQMetric increments loafer_messages_dlq_total for a route; see
+// middleware.DLQCounter.
+type DLQMetric func(routeName string)
+
+// Clock is the time source of the visibility heartbeat and the scheduled
+// retry fire times. Tests inject a fake (messagingtest.NewClock).
+type Clock interface {
+	Now() time.Time
+	NewTicker(d time.Duration) Ticker
+}
+
+// Ticker is the part of *time.Ticker the consumer uses.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) NewTicker(d time.Duration) Ticker {
+	return realTicker{time.NewTicker(d)}
+}
+
+type realTicker struct{ t *time.Ticker }
+
+func (t realTicker) C() <-chan time.Time { return t.t.C }
+func (t realTicker) Stop()               { t.t.Stop() }
+
+// Defaults of the consumer options.
+const (
+	DefaultRetryTimeout     = 5 * time.Second
+	DefaultAckFlushInterval = 20 * time.Millisecond
+	finalFlushTimeout       = 30 * time.Second
+)
+
+type config struct {
+	log             *slog.Logger
+	retryTimeout    time.Duration
+	global          []middleware.Middleware
+	dlqMetric       DLQMetric
+	scheduler       SchedulerClient
+	successMetric   func(string)
+	retryMetric     func(string)
+	deadMetric      func(string)
+	clock           Clock
+	flushInterval   time.Duration
+	shutdownTimeout time.Duration
+}
+
+// Option configures a Consumer.
+type Option func(*config)
+
+// WithLogger sets the logger (default: discard). A nil log is ignored.
+func WithLogger(log *slog.Logger) Option {
+	return func(c *config) {
+		if log != nil {
+			c.log = log
+		}
+	}
+}
+
+// WithRetryTimeout sets the wait after a failed ReceiveMessage (default 5s);
+// non-positive values are ignored.
+func WithRetryTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.retryTimeout = d
+		}
+	}
+}
+
+// WithGlobalMiddleware adds middleware applied outside the route's own.
+func WithGlobalMiddleware(mws ...middleware.Middleware) Option {
+	return func(c *config) { c.global = append(c.global, mws...) }
+}
+
+// WithDLQMetric sets the loafer_messages_dlq_total incrementer.
+func WithDLQMetric(inc DLQMetric) Option { return func(c *config) { c.dlqMetric = inc } }
+
+// WithSchedulerClient supplies the EventBridge Scheduler client that
+// Scheduled Retry routes require.
+func WithSchedulerClient(s SchedulerClient) Option { return func(c *config) { c.scheduler = s } }
+
+// WithSuccessMetric is called after a handled message is deleted.
+func WithSuccessMetric(fn func(routeName string)) Option {
+	return func(c *config) { c.successMetric = fn }
+}
+
+// WithRetryMetric is called after a retry schedule is created.
+func WithRetryMetric(fn func(routeName string)) Option {
+	return func(c *config) { c.retryMetric = fn }
+}
+
+// WithDeadLetterMetric is called after an exhausted message is published to
+// the scheduled-retry DLQ.
+func WithDeadLetterMetric(fn func(routeName string)) Option {
+	return func(c *config) { c.deadMetric = fn }
+}
+
+// WithClock replaces the wall clock (tests). A nil clock is ignored.
+func WithClock(clk Clock) Option {
+	return func(c *config) {
+		if clk != nil {
+			c.clock = clk
+		}
+	}
+}
+
+// WithAckFlushInterval sets how long a partial acknowledgement batch may wait
+// before it is sent (default 20ms); full batches of 10 are sent at once.
+// Non-positive values are ignored.
+func WithAckFlushInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.flushInterval = d
+		}
+	}
+}
+
+// WithShutdownTimeout bounds how long Run waits, after its context is
+// canceled, for received messages to finish (default: unbounded). When it
+// elapses, handler contexts are canceled and unstarted messages are released.
+// Non-positive values are ignored.
+func WithShutdownTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.shutdownTimeout = d
+		}
+	}
+}

@@ -1,0 +1,485 @@
+package messagingtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// SQS is an in-memory SQS. It models visibility timeouts, receipt handles
+// (only the latest is valid), ApproximateReceiveCount, FIFO group locking and
+// deduplication, redrive to a DLQ, and long polling, and counts every call.
+// The zero value is not usable; call NewSQS.
+type SQS struct {
+	mu        sync.Mutex
+	now       func() time.Time
+	queues    map[string]*queue // by URL
+	byName    map[string]*queue
+	calls     map[string]int
+	changed   chan struct{}
+	nextID    int
+	overLimit int
+	// MaxWait caps long polling so tests stay fast (default 200ms).
+	MaxWait time.Duration
+	// Deleted, when set, is called for each message deleted.
+	Deleted func(queueURL, messageID string)
+}
+
+type queue struct {
+	name, url, arn string
+	fifo           bool
+	msgs           []*fakeMessage
+	dedup          map[string]bool
+	visibility     int32
+	dlq            *queue
+	maxReceive     int
+}
+
+type fakeMessage struct {
+	id, body, group string
+	attrs           map[string]types.MessageAttributeValue
+	visibleAt       time.Time
+	receipt         string
+	receives        int
+	receivedAt      time.Time
+	sentAt          time.Time
+}
+
+// NewSQS returns an empty fake using the wall clock.
+func NewSQS() *SQS {
+	return &SQS{
+		now:     time.Now,
+		queues:  map[string]*queue{},
+		byName:  map[string]*queue{},
+		calls:   map[string]int{},
+		changed: make(chan struct{}),
+		MaxWait: 200 * time.Millisecond,
+	}
+}
+
+// SetNow replaces the time source (for example a Clock's Now).
+func (s *SQS) SetNow(now func() time.Time) {
+	s.mu.Lock()
+	s.now = now
+	s.mu.Unlock()
+}
+
+// AddQueue creates a queue (FIFO if name ends in ".fifo") and returns its URL
+// and ARN.
+func (s *SQS) AddQueue(name string) (url, arn string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addQueue(name)
+}
+
+func (s *SQS) addQueue(name string) (string, string) {
+	if q, ok := s.byName[name]; ok {
+		return q.url, q.arn
+	}
+	q := &queue{
+		name: name, url: "https://sqs.us-east-1.amazonaws.com/000000000000/" + name,
+		arn:  "arn:aws:sqs:us-east-1:000000000000:" + name,
+		fifo: strings.HasSuffix(name, ".fifo"), dedup: map[string]bool{}, visibility: 30,
+	}
+	s.queues[q.url], s.byName[name] = q, q
+	return q.url, q.arn
+}
+
+// SetRedrive moves messages of src to dlq once received more than
+// maxReceiveCount times, like an SQS redrive policy.
+func (s *SQS) SetRedrive(srcURL, dlqURL string, maxReceiveCount int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues[srcURL].dlq, s.queues[srcURL].maxReceive = s.queues[dlqURL], maxReceiveCount
+}
+
+// Calls returns how many times the named API (e.g. "ReceiveMessage") was
+// called.
+func (s *SQS) Calls(api string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[api]
+}
+
+// TotalCalls returns the number of API calls of every kind.
+func (s *SQS) TotalCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
+// VisibilityRejections counts visibility changes rejected for passing the
+// 12 h limit.
+func (s *SQS) VisibilityRejections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overLimit
+}
+
+// Len returns the number of messages in a queue, visible or not.
+func (s *SQS) Len(url string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queues[url].msgs)
+}
+
+// Bodies returns the bodies of a queue's messages in queue order.
+func (s *SQS) Bodies(url string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.queues[url].msgs {
+		out = append(out, m.body)
+	}
+	return out
+}
+
+// VisibleIn returns how long until a message with the given body becomes
+// visible (0 if visible now) and whether it exists.
+func (s *SQS) VisibleIn(url, body string) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, m := range s.queues[url].msgs {
+		if m.body == body {
+			return max(m.visibleAt.Sub(now), 0), true
+		}
+	}
+	return 0, false
+}
+
+func (s *SQS) count(api string) { s.calls[api]++ }
+
+func (s *SQS) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *SQS) queue(url *string) (*queue, error) {
+	q, ok := s.queues[aws.ToString(url)]
+	if !ok {
+		return nil, &types.QueueDoesNotExist{Message: aws.String("no queue " + aws.ToString(url))}
+	}
+	return q, nil
+}
+
+// CreateQueue implements the SQS API.
+func (s *SQS) CreateQueue(_ context.Context, in *sqs.CreateQueueInput, _ ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("CreateQueue")
+	url, _ := s.addQueue(aws.ToString(in.QueueName))
+	return &sqs.CreateQueueOutput{QueueUrl: aws.String(url)}, nil
+}
+
+// GetQueueUrl implements the SQS API.
+func (s *SQS) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("GetQueueUrl")
+	q, ok := s.byName[aws.ToString(in.QueueName)]
+	if !ok {
+		return nil, &types.QueueDoesNotExist{Message: aws.String("no queue " + aws.ToString(in.QueueName))}
+	}
+	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String(q.url)}, nil
+}
+
+// SendMessage implements the SQS API.
+func (s *SQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("SendMessage")
+	q, err := s.queue(in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.send(q, aws.ToString(in.MessageBody), aws.ToString(in.MessageGroupId),
+		aws.ToString(in.MessageDeduplicationId), in.MessageAttributes, in.DelaySeconds)
+	if err != nil {
+		return nil, err
+	}
+	return &sqs.SendMessageOutput{MessageId: aws.String(id)}, nil
+}
+
+// SendMessageBatch implements the SQS API.
+func (s *SQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("SendMessageBatch")
+	q, err := s.queue(in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		id, err := s.send(q, aws.ToString(e.MessageBody), aws.ToString(e.MessageGroupId),
+			aws.ToString(e.MessageDeduplicationId), e.MessageAttributes, e.DelaySeconds)
+		if err != nil {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InvalidParameterValue"), Message: aws.String(err.Error()), SenderFault: true})
+			continue
+		}
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(id)})
+	}
+	return out, nil
+}
+
+// Send enqueues a message directly (test setup; not counted as an API call).
+func (s *SQS) Send(url, body, groupID string, attrs map[string]string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, err := s.queue(&url)
+	if err != nil {
+		return "", err
+	}
+	av := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, v := range attrs {
+		av[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	return s.send(q, body, groupID, "", av, 0)
+}
+
+func (s *SQS) send(q *queue, body, group, dedup string, attrs map[string]types.MessageAttributeValue, delay int32) (string, error) {
+	if q.fifo {
+		if group == "" {
+			return "", fmt.Errorf("MessageGroupId required on FIFO queue %s", q.name)
+		}
+		if dedup == "" {
+			sum := sha256.Sum256([]byte(body))
+			dedup = hex.EncodeToString(sum[:])
+		}
+		s.nextID++
+		if q.dedup[dedup] {
+			return "dup-" + strconv.Itoa(s.nextID), nil
+		}
+		q.dedup[dedup] = true
+	} else {
+		s.nextID++
+	}
+	id := fmt.Sprintf("m-%08d", s.nextID)
+	now := s.now()
+	q.msgs = append(q.msgs, &fakeMessage{id: id, body: body, group: group, attrs: attrs,
+		visibleAt: now.Add(time.Duration(delay) * time.Second), sentAt: now})
+	s.notify()
+	return id, nil
+}
+
+// ReceiveMessage implements the SQS API, long polling up to MaxWait.
+func (s *SQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	s.mu.Lock()
+	s.count("ReceiveMessage")
+	wait := min(time.Duration(in.WaitTimeSeconds)*time.Second, s.MaxWait)
+	deadline := time.Now().Add(wait)
+	for {
+		q, err := s.queue(in.QueueUrl)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		if msgs := s.receive(q, in); len(msgs) > 0 || !time.Now().Before(deadline) {
+			s.mu.Unlock()
+			return &sqs.ReceiveMessageOutput{Messages: msgs}, nil
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		t := time.NewTimer(min(time.Until(deadline), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+		}
+		s.mu.Lock()
+	}
+}
+
+func (s *SQS) receive(q *queue, in *sqs.ReceiveMessageInput) []types.Message {
+	now := s.now()
+	max := int(in.MaxNumberOfMessages)
+	if max <= 0 {
+		max = 1
+	}
+	vis := q.visibility
+	if in.VisibilityTimeout > 0 {
+		vis = in.VisibilityTimeout
+	}
+	locked := map[string]bool{}
+	if q.fifo {
+		for _, m := range q.msgs {
+			if now.Before(m.visibleAt) && m.receives > 0 {
+				locked[m.group] = true
+			}
+		}
+	}
+	var out []types.Message
+	kept := q.msgs[:0]
+	skipGroup := map[string]bool{}
+	for _, m := range q.msgs {
+		if len(out) >= max || now.Before(m.visibleAt) || locked[m.group] || skipGroup[m.group] {
+			if q.fifo && !now.Before(m.visibleAt) {
+				// Order within a group: nothing behind a skipped message.
+				skipGroup[m.group] = true
+			}
+			kept = append(kept, m)
+			continue
+		}
+		if q.dlq != nil && m.receives >= q.maxReceive {
+			q.dlq.msgs = append(q.dlq.msgs, &fakeMessage{id: m.id, body: m.body, group: m.group, attrs: m.attrs, sentAt: m.sentAt, visibleAt: now})
+			continue
+		}
+		m.receives++
+		m.receivedAt = now
+		m.receipt = m.id + "#" + strconv.Itoa(m.receives)
+		m.visibleAt = now.Add(time.Duration(vis) * time.Second)
+		attrs := map[string]string{
+			"ApproximateReceiveCount": strconv.Itoa(m.receives),
+			"SentTimestamp":           strconv.FormatInt(m.sentAt.UnixMilli(), 10),
+		}
+		if q.fifo {
+			attrs["MessageGroupId"] = m.group
+		}
+		out = append(out, types.Message{
+			MessageId: aws.String(m.id), ReceiptHandle: aws.String(m.receipt), Body: aws.String(m.body),
+			Attributes: attrs, MessageAttributes: m.attrs,
+		})
+		kept = append(kept, m)
+	}
+	clear(q.msgs[len(kept):])
+	q.msgs = kept
+	return out
+}
+
+func (s *SQS) find(q *queue, receipt string) int {
+	for i, m := range q.msgs {
+		if m.receipt == receipt && receipt != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// DeleteMessage implements the SQS API.
+func (s *SQS) DeleteMessage(_ context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("DeleteMessage")
+	q, err := s.queue(in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if !s.remove(q, aws.ToString(in.ReceiptHandle)) {
+		return nil, &types.ReceiptHandleIsInvalid{Message: in.ReceiptHandle}
+	}
+	return &sqs.DeleteMessageOutput{}, nil
+}
+
+func (s *SQS) remove(q *queue, receipt string) bool {
+	i := s.find(q, receipt)
+	if i < 0 {
+		return false
+	}
+	id := q.msgs[i].id
+	q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
+	s.notify()
+	if s.Deleted != nil {
+		s.Deleted(q.url, id)
+	}
+	return true
+}
+
+// DeleteMessageBatch implements the SQS API.
+func (s *SQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("DeleteMessageBatch")
+	q, err := s.queue(in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Entries) == 0 || len(in.Entries) > 10 {
+		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String(strconv.Itoa(len(in.Entries)))}
+	}
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if s.remove(q, aws.ToString(e.ReceiptHandle)) {
+			out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
+		} else {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("ReceiptHandleIsInvalid"), SenderFault: true})
+		}
+	}
+	return out, nil
+}
+
+// ChangeMessageVisibility implements the SQS API.
+func (s *SQS) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("ChangeMessageVisibility")
+	q, err := s.queue(in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.changeVis(q, aws.ToString(in.ReceiptHandle), in.VisibilityTimeout); err != nil {
+		return nil, err
+	}
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+func (s *SQS) changeVis(q *queue, receipt string, timeout int32) error {
+	if timeout < 0 || timeout > 43200 {
+		return &types.InvalidAttributeValue{Message: aws.String("VisibilityTimeout " + strconv.Itoa(int(timeout)))}
+	}
+	i := s.find(q, receipt)
+	if i < 0 {
+		return &types.ReceiptHandleIsInvalid{Message: aws.String(receipt)}
+	}
+	m := q.msgs[i]
+	if !s.now().Before(m.visibleAt) {
+		return &types.MessageNotInflight{}
+	}
+	if s.now().Add(time.Duration(timeout) * time.Second).After(m.receivedAt.Add(12 * time.Hour)) {
+		// Real SQS rejects a total invisibility beyond 12 h from receipt.
+		s.overLimit++
+		return &types.InvalidAttributeValue{Message: aws.String("visibility beyond 12h after receipt")}
+	}
+	m.visibleAt = s.now().Add(time.Duration(timeout) * time.Second)
+	s.notify()
+	return nil
+}
+
+// ChangeMessageVisibilityBatch implements the SQS API.
+func (s *SQS) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count("ChangeMessageVisibilityBatch")
+	q, err := s.queue(in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Entries) == 0 || len(in.Entries) > 10 {
+		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String(strconv.Itoa(len(in.Entries)))}
+	}
+	out := &sqs.ChangeMessageVisibilityBatchOutput{}
+	for _, e := range in.Entries {
+		if err := s.changeVis(q, aws.ToString(e.ReceiptHandle), e.VisibilityTimeout); err != nil {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String(err.Error()), SenderFault: true})
+			continue
+		}
+		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}

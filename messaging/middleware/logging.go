@@ -1,0 +1,34 @@
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Logging logs each message's receipt at Debug and its outcome and duration
+// at Info (success) or Error (failure). A nil log discards.
+func Logging(log *slog.Logger) Middleware {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(next Handler) Handler {
+		return func(ctx context.Context, msg Message) error {
+			start := time.Now()
+			log.DebugContext(ctx, "message received",
+				slog.String("queue", msg.QueueName()), slog.String("message_id", msg.ID()))
+			err := next(ctx, msg)
+			attrs := []slog.Attr{
+				slog.String("queue", msg.QueueName()),
+				slog.String("message_id", msg.ID()),
+				slog.Duration("duration", time.Since(start)),
+			}
+			if err != nil {
+				log.LogAttrs(ctx, slog.LevelError, "message failed", append(attrs, slog.Any("error", err))...)
+				return err
+			}
+			log.LogAttrs(ctx, slog.LevelInfo, "message processed", attrs...)
+			return nil
+		}
+	}
+}

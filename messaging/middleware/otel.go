@@ -1,0 +1,67 @@
+package middleware
+
+import (
+	"context"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// OTelOption configures OTel.
+type OTelOption func(*otelConfig)
+
+type otelConfig struct{ tp trace.TracerProvider }
+
+// WithTracerProvider uses tp instead of the global tracer provider. A nil tp
+// is ignored.
+func WithTracerProvider(tp trace.TracerProvider) OTelOption {
+	return func(c *otelConfig) {
+		if tp != nil {
+			c.tp = tp
+		}
+	}
+}
+
+// OTel starts a consumer span per message, continuing a W3C trace context
+// carried in the "traceparent"/"tracestate" message attributes, and records
+// the handler's error on it.
+func OTel(routeName string, opts ...OTelOption) Middleware {
+	cfg := otelConfig{}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	tracer := cfg.tp.Tracer("github.com/cairn-go/cairn/messaging")
+	prop := propagation.TraceContext{}
+	return func(next Handler) Handler {
+		return func(ctx context.Context, msg Message) error {
+			if _, ok := msg.Attribute("traceparent"); ok {
+				ctx = prop.Extract(ctx, propagation.MapCarrier(msg.Attributes()))
+			}
+			ctx, span := tracer.Start(ctx, routeName+" process",
+				trace.WithSpanKind(trace.SpanKindConsumer),
+				trace.WithAttributes(
+					attribute.String("messaging.system", "aws_sqs"),
+					attribute.String("messaging.destination.name", msg.QueueName()),
+					attribute.String("messaging.message.id", msg.ID()),
+					attribute.String("messaging.operation.type", "process"),
+					attribute.String("messaging.aws.sqs.receive_count", strconv.Itoa(msg.ReceiveCount())),
+				))
+			defer span.End()
+			err := next(ctx, msg)
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,513 @@
+// Package router defines Route, the immutable value object that binds one
+// SQS queue to a middleware.Handler together with its polling, dispatch,
+// visibility, retry and DLQ settings. Every option is validated by New.
+package router
+
+import (
+	"context"
+	stderrors "errors"
+	"fmt"
+	"strings"
+	"time"
+
+	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/middleware"
+)
+
+// Mode is a route's dispatch strategy.
+type Mode int
+
+const (
+	// Parallel hands each message to any free worker.
+	Parallel Mode = iota
+	// PerGroupID hashes MessageGroupId plus the custom group fields to one
+	// worker, so a group's messages run one at a time and in order.
+	PerGroupID
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Parallel:
+		return "Parallel"
+	case PerGroupID:
+		return "PerGroupID"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// RetryModel is how a failed FIFO message is retried.
+type RetryModel int
+
+const (
+	// VisibilityRetryModel leaves a failed message in the queue and lets its
+	// visibility timeout lapse (the default).
+	VisibilityRetryModel RetryModel = iota
+	// ScheduledRetryModel re-publishes a failed message later through
+	// EventBridge Scheduler and deletes the original at once.
+	ScheduledRetryModel
+)
+
+func (m RetryModel) String() string {
+	switch m {
+	case VisibilityRetryModel:
+		return "Visibility"
+	case ScheduledRetryModel:
+		return "Scheduled"
+	}
+	return fmt.Sprintf("RetryModel(%d)", int(m))
+}
+
+// Defaults and limits of a route.
+const (
+	DefaultWorkerPoolSize           = 5
+	DefaultMaxMessages        int32 = 10
+	DefaultWaitTimeSeconds    int32 = 10
+	DefaultVisibilityTimeout  int32 = 30
+	MinVisibilityTimeout      int32 = 11
+	MaxVisibilityTimeout      int32 = 43200 // 12 h, the SQS maximum
+	DefaultExtensionLimit           = 2
+	DefaultPollers                  = 1
+	DefaultScheduledBaseDelay       = time.Second
+	DefaultScheduledMaxDelay        = 15 * time.Minute
+	minScheduledDelay               = time.Millisecond
+	maxScheduledDelay               = 24 * time.Hour
+)
+
+// DLQ is the observe-only dead-letter configuration of a route.
+type DLQ struct {
+	// MaxReceiveCount mirrors the queue's redrive policy.
+	MaxReceiveCount int
+	// OnDLQ, when set, is called for each message treated as exhausted.
+	OnDLQ func(ctx context.Context, msg middleware.Message)
+}
+
+// ScheduledRetry is the validated Scheduled-model configuration.
+type ScheduledRetry struct {
+	TargetQueueARN   string
+	ExecutionRoleARN string
+	DLQQueueURL      string
+	MaxRetryCount    int
+	BaseDelay        time.Duration
+	MaxDelay         time.Duration
+}
+
+// Delay is the bounded exponential backoff before retry number attempt
+// (1-based): BaseDelay·2^(attempt-1), never above MaxDelay, never overflowing.
+func (s ScheduledRetry) Delay(attempt int) time.Duration {
+	return ExpBackoff(s.BaseDelay, s.MaxDelay, attempt)
+}
+
+// ExpBackoff returns base·2^(attempt-1) capped at max. It never overflows
+// and treats attempt < 1 as 1.
+func ExpBackoff(base, max time.Duration, attempt int) time.Duration {
+	if base <= 0 || max <= 0 {
+		return 0
+	}
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := base
+	for i := 1; i < attempt; i++ {
+		if d >= max/2 {
+			return max
+		}
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// Route binds a queue to a handler. It is immutable once built.
+type Route struct {
+	queueName         string
+	handler           middleware.Handler
+	workers           int
+	maxMessages       int32
+	waitTimeSeconds   int32
+	visibilityTimeout int32
+	extensionLimit    int
+	pollers           int
+	mode              Mode
+	groupFields       []string
+	middleware        []middleware.Middleware
+	dlq               *DLQ
+	retryModel        RetryModel
+	retryModelSet     bool
+	scheduled         *ScheduledRetry
+	scheduledErr      error
+	retryBase         time.Duration
+	retryMax          time.Duration
+}
+
+// Option configures a Route.
+type Option func(*Route) error
+
+// New builds a Route. It returns ErrEmptyQueueName, ErrNoHandler, or an error
+// wrapping ErrInvalidOption (or ErrScheduledRetryConfig) that names the value.
+func New(queueName string, handler middleware.Handler, opts ...Option) (*Route, error) {
+	if strings.TrimSpace(queueName) == "" {
+		return nil, merrors.ErrEmptyQueueName
+	}
+	if handler == nil {
+		return nil, merrors.ErrNoHandler
+	}
+	r := &Route{
+		queueName:         queueName,
+		handler:           handler,
+		workers:           DefaultWorkerPoolSize,
+		maxMessages:       DefaultMaxMessages,
+		waitTimeSeconds:   DefaultWaitTimeSeconds,
+		visibilityTimeout: DefaultVisibilityTimeout,
+		extensionLimit:    DefaultExtensionLimit,
+		pollers:           DefaultPollers,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(r); err != nil {
+			if isScheduled(err) {
+				return nil, err
+			}
+			return nil, merrors.Wrap(merrors.ErrInvalidOption, err)
+		}
+	}
+	if r.scheduledErr != nil {
+		return nil, r.scheduledErr
+	}
+	if r.retryModel == ScheduledRetryModel {
+		if r.scheduled == nil {
+			return nil, scheduledErr("scheduled retry model selected without WithScheduledRetry configuration")
+		}
+		if r.dlq != nil {
+			return nil, scheduledErr("WithScheduledRetry and WithDLQ are mutually exclusive")
+		}
+	}
+	return r, nil
+}
+
+func isScheduled(err error) bool { return stderrors.Is(err, merrors.ErrScheduledRetryConfig) }
+
+func scheduledErr(format string, a ...any) error {
+	return merrors.Wrap(merrors.ErrScheduledRetryConfig, fmt.Errorf(format, a...))
+}
+
+// WithWorkerPoolSize sets the number of worker goroutines (> 0; default 5).
+func WithWorkerPoolSize(n int) Option {
+	return func(r *Route) error {
+		if n <= 0 {
+			return fmt.Errorf("WithWorkerPoolSize: %d must be > 0", n)
+		}
+		r.workers = n
+		return nil
+	}
+}
+
+// WithMaxMessages sets the messages per ReceiveMessage call ([1, 10]; default 10).
+func WithMaxMessages(n int32) Option {
+	return func(r *Route) error {
+		if n < 1 || n > 10 {
+			return fmt.Errorf("WithMaxMessages: %d not in [1, 10]", n)
+		}
+		r.maxMessages = n
+		return nil
+	}
+}
+
+// WithWaitTimeSeconds sets the long-poll wait ([0, 20]; default 10).
+func WithWaitTimeSeconds(n int32) Option {
+	return func(r *Route) error {
+		if n < 0 || n > 20 {
+			return fmt.Errorf("WithWaitTimeSeconds: %d not in [0, 20]", n)
+		}
+		r.waitTimeSeconds = n
+		return nil
+	}
+}
+
+// WithVisibilityTimeout sets the visibility timeout in seconds (default 30).
+// Values <= 11 are clamped up to 11 so a heartbeat always has time to run;
+// values above 43200 (12 h, the SQS maximum) are rejected.
+func WithVisibilityTimeout(seconds int32) Option {
+	return func(r *Route) error {
+		if seconds > MaxVisibilityTimeout {
+			return fmt.Errorf("WithVisibilityTimeout: %d exceeds the SQS maximum %d", seconds, MaxVisibilityTimeout)
+		}
+		r.visibilityTimeout = max(seconds, MinVisibilityTimeout)
+		return nil
+	}
+}
+
+// WithExtensionLimit sets how many times a running message's visibility is
+// extended (>= 0; default 2).
+func WithExtensionLimit(n int) Option {
+	return func(r *Route) error {
+		if n < 0 {
+			return fmt.Errorf("WithExtensionLimit: %d must not be negative", n)
+		}
+		r.extensionLimit = n
+		return nil
+	}
+}
+
+// WithPollers sets how many goroutines call ReceiveMessage concurrently for
+// the route (> 0; default 1). Pollers only receive when the worker pool has
+// room, so more pollers never means more unprocessed messages in memory.
+func WithPollers(n int) Option {
+	return func(r *Route) error {
+		if n <= 0 {
+			return fmt.Errorf("WithPollers: %d must be > 0", n)
+		}
+		r.pollers = n
+		return nil
+	}
+}
+
+// WithRunMode selects Parallel (default) or PerGroupID dispatch.
+func WithRunMode(mode Mode) Option {
+	return func(r *Route) error {
+		if mode != Parallel && mode != PerGroupID {
+			return fmt.Errorf("WithRunMode: unknown mode %d", int(mode))
+		}
+		r.mode = mode
+		return nil
+	}
+}
+
+// WithCustomGroupFields adds message attributes that, with MessageGroupId,
+// form the PerGroupID group key. Empty names are rejected.
+func WithCustomGroupFields(fields ...string) Option {
+	return func(r *Route) error {
+		for i, f := range fields {
+			if strings.TrimSpace(f) == "" {
+				return fmt.Errorf("WithCustomGroupFields: field %d is empty", i)
+			}
+		}
+		r.groupFields = append(r.groupFields, fields...)
+		return nil
+	}
+}
+
+// WithMiddleware appends route-level middleware (innermost, after the
+// broker's global middleware). Nil entries are rejected.
+func WithMiddleware(mws ...middleware.Middleware) Option {
+	return func(r *Route) error {
+		for i, m := range mws {
+			if m == nil {
+				return fmt.Errorf("WithMiddleware: middleware %d is nil", i)
+			}
+		}
+		r.middleware = append(r.middleware, mws...)
+		return nil
+	}
+}
+
+// DLQOption configures WithDLQ.
+type DLQOption func(*DLQ)
+
+// WithOnDLQ sets the callback for messages treated as exhausted.
+func WithOnDLQ(fn func(ctx context.Context, msg middleware.Message)) DLQOption {
+	return func(d *DLQ) { d.OnDLQ = fn }
+}
+
+// WithDLQ enables observe-only DLQ detection: once a message's receive count
+// reaches maxReceiveCount (> 0; mirror the queue's redrive policy), or its
+// handler returns a fatal error, the consumer logs it at Error, increments
+// loafer_messages_dlq_total and calls OnDLQ. SQS itself moves the message.
+func WithDLQ(maxReceiveCount int, opts ...DLQOption) Option {
+	return func(r *Route) error {
+		if maxReceiveCount <= 0 {
+			return fmt.Errorf("WithDLQ: maxReceiveCount %d must be > 0", maxReceiveCount)
+		}
+		d := &DLQ{MaxReceiveCount: maxReceiveCount}
+		for _, o := range opts {
+			if o != nil {
+				o(d)
+			}
+		}
+		r.dlq = d
+		return nil
+	}
+}
+
+// WithRetryBackoff makes the Visibility model reset a failed message's
+// visibility to base·2^(receiveCount-1), capped at max and at the 12 h SQS
+// limit, instead of letting the current timeout lapse. Both must be within
+// [1s, 12h] and max >= base.
+func WithRetryBackoff(base, max time.Duration) Option {
+	return func(r *Route) error {
+		limit := time.Duration(MaxVisibilityTimeout) * time.Second
+		switch {
+		case base < time.Second || base > limit:
+			return fmt.Errorf("WithRetryBackoff: base %s not in [1s, 12h]", base)
+		case max < time.Second || max > limit:
+			return fmt.Errorf("WithRetryBackoff: max %s not in [1s, 12h]", max)
+		case max < base:
+			return fmt.Errorf("WithRetryBackoff: max %s < base %s", max, base)
+		}
+		r.retryBase, r.retryMax = base, max
+		return nil
+	}
+}
+
+// WithRetryModel selects VisibilityRetryModel or ScheduledRetryModel.
+func WithRetryModel(m RetryModel) Option {
+	return func(r *Route) error {
+		if m != VisibilityRetryModel && m != ScheduledRetryModel {
+			return scheduledErr("WithRetryModel: unknown retry model %d", int(m))
+		}
+		r.retryModel, r.retryModelSet = m, true
+		return nil
+	}
+}
+
+// ScheduledRetryOption configures WithScheduledRetry.
+type ScheduledRetryOption func(*scheduledBuilder)
+
+type scheduledBuilder struct {
+	cfg                  ScheduledRetry
+	identitySet, dlqSet  bool
+	backoffSet, countSet bool
+	errs                 []string
+}
+
+// WithSchedulerIdentity sets the EventBridge Scheduler target queue ARN and
+// the execution role ARN it assumes (both required).
+func WithSchedulerIdentity(targetQueueARN, executionRoleARN string) ScheduledRetryOption {
+	return func(b *scheduledBuilder) {
+		b.identitySet = true
+		b.cfg.TargetQueueARN, b.cfg.ExecutionRoleARN = targetQueueARN, executionRoleARN
+	}
+}
+
+// WithScheduledDLQ sets the DLQ queue URL for exhausted messages (required).
+func WithScheduledDLQ(dlqQueueURL string) ScheduledRetryOption {
+	return func(b *scheduledBuilder) { b.dlqSet, b.cfg.DLQQueueURL = true, dlqQueueURL }
+}
+
+// WithMaxRetryCount sets the inclusive retry threshold, [0, 2147483647].
+func WithMaxRetryCount(n int) ScheduledRetryOption {
+	return func(b *scheduledBuilder) {
+		b.countSet = true
+		if n < 0 || n > 2147483647 {
+			b.errs = append(b.errs, fmt.Sprintf("WithMaxRetryCount: %d not in [0, 2147483647]", n))
+			return
+		}
+		b.cfg.MaxRetryCount = n
+	}
+}
+
+// WithBackoff sets base and max retry delay, each within [1ms, 24h], max >= base.
+func WithBackoff(base, max time.Duration) ScheduledRetryOption {
+	return func(b *scheduledBuilder) {
+		b.backoffSet = true
+		switch {
+		case base < minScheduledDelay || base > maxScheduledDelay:
+			b.errs = append(b.errs, fmt.Sprintf("WithBackoff: base %s not in [1ms, 24h]", base))
+		case max < minScheduledDelay || max > maxScheduledDelay:
+			b.errs = append(b.errs, fmt.Sprintf("WithBackoff: max %s not in [1ms, 24h]", max))
+		case max < base:
+			b.errs = append(b.errs, fmt.Sprintf("WithBackoff: max %s < base %s", max, base))
+		default:
+			b.cfg.BaseDelay, b.cfg.MaxDelay = base, max
+		}
+	}
+}
+
+// WithScheduledRetry selects ScheduledRetryModel with the given configuration.
+// Errors wrap errors.ErrScheduledRetryConfig and name each offending value.
+func WithScheduledRetry(opts ...ScheduledRetryOption) Option {
+	return func(r *Route) error {
+		b := &scheduledBuilder{cfg: ScheduledRetry{BaseDelay: DefaultScheduledBaseDelay, MaxDelay: DefaultScheduledMaxDelay}}
+		for _, o := range opts {
+			if o != nil {
+				o(b)
+			}
+		}
+		if strings.TrimSpace(b.cfg.TargetQueueARN) == "" {
+			b.errs = append(b.errs, "WithSchedulerIdentity: target queue ARN is empty")
+		} else if !strings.HasPrefix(b.cfg.TargetQueueARN, "arn:") {
+			b.errs = append(b.errs, fmt.Sprintf("WithSchedulerIdentity: target queue ARN %q is not an ARN", b.cfg.TargetQueueARN))
+		}
+		if strings.TrimSpace(b.cfg.ExecutionRoleARN) == "" {
+			b.errs = append(b.errs, "WithSchedulerIdentity: execution role ARN is empty")
+		} else if !strings.HasPrefix(b.cfg.ExecutionRoleARN, "arn:") {
+			b.errs = append(b.errs, fmt.Sprintf("WithSchedulerIdentity: execution role ARN %q is not an ARN", b.cfg.ExecutionRoleARN))
+		}
+		if strings.TrimSpace(b.cfg.DLQQueueURL) == "" {
+			b.errs = append(b.errs, "WithScheduledDLQ: DLQ queue URL is empty")
+		}
+		if len(b.errs) > 0 {
+			// Remember the error so New reports it even when a later option
+			// would otherwise mask it.
+			r.scheduledErr = scheduledErr("%s", strings.Join(b.errs, "; "))
+			return r.scheduledErr
+		}
+		cfg := b.cfg
+		r.scheduled = &cfg
+		r.retryModel, r.retryModelSet = ScheduledRetryModel, true
+		return nil
+	}
+}
+
+// QueueName is the queue's name (or URL) as given to New.
+func (r *Route) QueueName() string { return r.queueName }
+
+// Handler is the route's handler, without middleware.
+func (r *Route) Handler() middleware.Handler { return r.handler }
+
+// WorkerPoolSize is the number of workers.
+func (r *Route) WorkerPoolSize() int { return r.workers }
+
+// MaxMessages is the batch size of a receive call.
+func (r *Route) MaxMessages() int32 { return r.maxMessages }
+
+// WaitTimeSeconds is the long-poll wait.
+func (r *Route) WaitTimeSeconds() int32 { return r.waitTimeSeconds }
+
+// VisibilityTimeout is the visibility timeout in seconds.
+func (r *Route) VisibilityTimeout() int32 { return r.visibilityTimeout }
+
+// ExtensionLimit is the maximum number of visibility extensions.
+func (r *Route) ExtensionLimit() int { return r.extensionLimit }
+
+// Pollers is the number of concurrent receive loops.
+func (r *Route) Pollers() int { return r.pollers }
+
+// RunMode is the dispatch mode.
+func (r *Route) RunMode() Mode { return r.mode }
+
+// CustomGroupFields returns a copy of the custom group fields.
+func (r *Route) CustomGroupFields() []string { return append([]string(nil), r.groupFields...) }
+
+// Middleware returns a copy of the route-level middleware.
+func (r *Route) Middleware() []middleware.Middleware {
+	return append([]middleware.Middleware(nil), r.middleware...)
+}
+
+// DLQ returns the observe-only DLQ configuration and whether it is enabled.
+func (r *Route) DLQ() (DLQ, bool) {
+	if r.dlq == nil {
+		return DLQ{}, false
+	}
+	return *r.dlq, true
+}
+
+// RetryBackoff returns the Visibility-model backoff and whether it is set.
+func (r *Route) RetryBackoff() (base, max time.Duration, ok bool) {
+	return r.retryBase, r.retryMax, r.retryBase > 0
+}
+
+// RetryModel is the route's retry model.
+func (r *Route) RetryModel() RetryModel { return r.retryModel }
+
+// ScheduledRetry returns the Scheduled-model configuration and whether the
+// route uses that model.
+func (r *Route) ScheduledRetry() (ScheduledRetry, bool) {
+	if r.retryModel != ScheduledRetryModel || r.scheduled == nil {
+		return ScheduledRetry{}, false
+	}
+	return *r.scheduled, true
+}
+
+// IsFIFO reports whether the queue is a FIFO queue (name ends in ".fifo").
+func (r *Route) IsFIFO() bool { return strings.HasSuffix(r.queueName, ".fifo") }
