@@ -41,10 +41,12 @@ type Run struct {
 	Output       json.RawMessage   `json:"output,omitempty"`
 	Error        *ErrorInfo        `json:"error,omitempty"`
 	Attributes   map[string]string `json:"attributes,omitempty"`
-	CreatedAt    time.Time         `json:"createdAt"`
-	StartedAt    *time.Time        `json:"startedAt,omitempty"`
-	CompletedAt  *time.Time        `json:"completedAt,omitempty"`
-	UpdatedAt    time.Time         `json:"updatedAt"`
+	// CancelReason is the reason given by run_cancelled.
+	CancelReason string     `json:"cancelReason,omitempty"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	StartedAt    *time.Time `json:"startedAt,omitempty"`
+	CompletedAt  *time.Time `json:"completedAt,omitempty"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
 	// EventCount is the number of events in the log; the next event gets Seq EventCount+1.
 	// Appends are guarded by it.
 	EventCount int64 `json:"eventCount"`

@@ -115,7 +115,7 @@ func Transition(st State, ev Event, now time.Time) (Effect, error) {
 		case EventRunFailed:
 			run.Status, run.Error = RunFailed, ev.Error
 		default:
-			run.Status = RunCancelled
+			run.Status, run.CancelReason = RunCancelled, ev.Reason
 		}
 		run.CompletedAt = &now
 		for _, h := range st.ActiveHooks {

@@ -128,6 +128,18 @@ func TestPlanLifecycle(t *testing.T) {
 	}
 }
 
+func TestCancelKeepsReason(t *testing.T) {
+	t.Parallel()
+	run := &Run{RunID: "r1", Status: RunRunning, EventCount: 2}
+	eff, err := Transition(State{Run: run}, Event{RunID: "r1", Type: EventRunCancelled, Reason: "customer asked"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff.Run.Status != RunCancelled || eff.Run.CancelReason != "customer asked" {
+		t.Fatalf("cancelled run = %+v", eff.Run)
+	}
+}
+
 func TestRetryThenStart(t *testing.T) {
 	t.Parallel()
 	run := &Run{RunID: "r1", Status: RunRunning, EventCount: 4}

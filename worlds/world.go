@@ -31,7 +31,9 @@ type World interface {
 	GetStep(ctx context.Context, runID, stepID string) (Step, error)
 	// ListSteps lists a run's steps in creation order.
 	ListSteps(ctx context.Context, runID string, filter ListFilter) (Page[Step], error)
-	// GetHook returns a hook by ID, or an error matching [ErrHookNotFound].
+	// GetHook returns a hook by ID, or an error matching [ErrHookNotFound]. Hook IDs
+	// (the correlation IDs of hook events) are unique across all runs of a World, not
+	// only within a run: runtimes derive them from the run ID.
 	GetHook(ctx context.Context, hookID string) (Hook, error)
 	// GetHookByToken returns the active hook owning token, or an error matching
 	// [ErrHookNotFound].
@@ -116,6 +118,10 @@ type QueueInput struct {
 	RunID        string `json:"runId"`
 	// StepID names the step of a DeliverStep delivery.
 	StepID string `json:"stepId,omitempty"`
+	// Attempt is, for a DeliverStep delivery, the step attempt it is meant to start,
+	// so a duplicate of an attempt already running can be told from a redelivery
+	// after a worker died. Zero means unspecified.
+	Attempt int `json:"attempt,omitempty"`
 	// Trace carries W3C trace context (traceparent, tracestate) so a resumed run's
 	// spans can link to the span that queued it.
 	Trace map[string]string `json:"trace,omitempty"`
