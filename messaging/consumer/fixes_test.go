@@ -218,7 +218,9 @@ func TestBackoffCappedAt12h(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runUntil(t, c, func() bool { return handled.Load() == 3 && fake.Len(url) == 2 && fake.Calls("ChangeMessageVisibilityBatch") > 0 })
+	runUntil(t, c, func() bool {
+		return handled.Load() == 3 && fake.Len(url) == 2 && fake.Calls("ChangeMessageVisibilityBatch") > 0
+	})
 	if n := fake.VisibilityRejections(); n != 0 {
 		t.Fatalf("%d visibility changes past the 12 h limit", n)
 	}
