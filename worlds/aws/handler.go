@@ -67,6 +67,9 @@ type handler struct {
 	runner worlds.Runner
 	log    *slog.Logger
 	now    func() time.Time
+	// wall is the real clock the invocation deadline is measured on; now is the
+	// World's clock that due times are compared with.
+	wall func() time.Time
 	// tick returns a channel ticking every d and a stop function.
 	tick func(d time.Duration) (<-chan time.Time, func())
 	// processFn handles one message; tests replace it.
@@ -74,7 +77,7 @@ type handler struct {
 }
 
 func newHandler(w *World, runner worlds.Runner) *handler {
-	h := &handler{w: w, runner: runner, log: w.log, now: w.now, tick: func(d time.Duration) (<-chan time.Time, func()) {
+	h := &handler{w: w, runner: runner, log: w.log, now: w.now, wall: time.Now, tick: func(d time.Duration) (<-chan time.Time, func()) {
 		t := time.NewTicker(d)
 		return t.C, t.Stop
 	}}
@@ -87,14 +90,14 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	fail := func(r events.SQSMessage) {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 	}
-	start := h.now()
+	start := h.wall()
 	var handOff time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		handOff = start.Add(dl.Sub(start) / 2)
 	}
 	failedGroups := map[string]bool{}
 	for i, r := range ev.Records {
-		if !handOff.IsZero() && !h.now().Before(handOff) {
+		if !handOff.IsZero() && !h.wall().Before(handOff) {
 			for _, rest := range ev.Records[i:] {
 				h.setVisibility(ctx, rest, 0)
 				fail(rest)
@@ -124,7 +127,7 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 	var m message
 	if err := json.Unmarshal([]byte(r.Body), &m); err != nil || m.ID == "" {
-		h.log.WarnContext(ctx, "awsworld: acknowledging a message that is not a queue message", "messageId", r.MessageId)
+		h.log.WarnContext(ctx, "awsworld: acknowledging a message that is not a queue message", "messageId", r.MessageId, "body", r.Body)
 		return nil
 	}
 	rec, err := h.w.loadRecord(ctx, m.ID)
@@ -136,9 +139,11 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 		return err
 	}
 	if rec == nil {
+		h.log.DebugContext(ctx, "awsworld: acknowledging a message without a queue record", "id", m.ID)
 		return nil // delivered already, or expired with its run
 	}
 	if now := h.now(); rec.DueAt.After(now) {
+		h.log.DebugContext(ctx, "awsworld: early delivery sent again", "id", rec.ID, "dueIn", rec.DueAt.Sub(now))
 		q, ok := h.w.queues[rec.Queue]
 		if !ok {
 			q = h.w.queueFor(rec.Input.WorkflowName)

@@ -108,7 +108,10 @@ func (w *World) queryIndex(ctx context.Context, q indexQuery, limit int, cursor 
 			start[k] = s(c[k])
 		}
 	}
-	names := map[string]string{"#pk": q.pkAttr, "#sk": q.skAttr}
+	names := map[string]string{"#pk": q.pkAttr}
+	if q.after != "" || q.before != "" {
+		names["#sk"] = q.skAttr
+	}
 	values := map[string]types.AttributeValue{":pk": s(q.pk)}
 	cond := "#pk = :pk"
 	switch {

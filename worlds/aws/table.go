@@ -69,7 +69,9 @@ func sortTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0
 func listSK(created time.Time, id string) string { return sortTime(created) + "#" + id }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func n(v int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: s(pk), attrSK: s(sk)}
@@ -201,7 +203,10 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 			return fmt.Errorf("awsworld: create table %s: %w", name, err)
 		}
 	}
-	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond; o.MaxDelay = 2 * time.Second })
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 100 * time.Millisecond
+		o.MaxDelay = 2 * time.Second
+	})
 	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 5*time.Minute); err != nil {
 		return fmt.Errorf("awsworld: wait for table %s: %w", name, err)
 	}

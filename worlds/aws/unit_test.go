@@ -16,7 +16,13 @@ import (
 	"github.com/cairn-go/cairn/worlds"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The AWS SDK clients of the integration tests keep idle HTTP connections.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"))
+}
 
 type nopScheduler struct{}
 
@@ -172,6 +178,7 @@ func TestHandlerHandOffAtHalfDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHandler(w, funcRunner(func(context.Context, worlds.Delivery) error { return nil }))
+	h.wall = clock.Now
 	var processed []string
 	h.processFn = func(_ context.Context, r events.SQSMessage) error {
 		processed = append(processed, r.MessageId)
