@@ -1,0 +1,28 @@
+package awsworld
+
+import (
+	"net/http"
+
+	"github.com/cairn-go/cairn/worlds/worldhttp"
+)
+
+// HTTP serves the RPC and webhook endpoints under /v1/workflow, for a Lambda
+// Function URL (lambdaurl.Start(awsworld.HTTP(world))) or any net/http server. It
+// needs no runners. See package worldhttp for the RPC methods.
+func HTTP(world *World) http.Handler { return HTTPPrefix(world, worldhttp.DefaultPrefix) }
+
+// HTTPPrefix serves the same endpoints under prefix.
+func HTTPPrefix(world *World, prefix string) http.Handler {
+	return worldhttp.Handler(world, worldhttp.Options{Prefix: prefix, NewRunID: world.newID})
+}
+
+// RPC serves only the RPC endpoint, POST /v1/workflow/rpc.
+func RPC(world *World) http.Handler {
+	return worldhttp.RPC(world, worldhttp.Options{NewRunID: world.newID})
+}
+
+// Webhook serves only POST /v1/workflow/webhooks/{token}, authorized by the token
+// alone, so it can be the one route exposed publicly.
+func Webhook(world *World) http.Handler {
+	return worldhttp.Webhook(world, worldhttp.Options{})
+}

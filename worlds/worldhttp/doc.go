@@ -1,0 +1,33 @@
+// Package worldhttp serves any [worlds.World] over HTTP: a small JSON RPC endpoint
+// to start, inspect and cancel runs and resume hooks, and a webhook endpoint that
+// delivers a request body to the hook owning the token in its path. It needs only
+// the World interface, so the AWS World's Function URL handlers and the embedded
+// World's dev server share it.
+//
+// Routes, under a prefix (default /v1/workflow):
+//
+//	POST {prefix}/rpc               {"method": "runs.get", "params": {"runId": "..."}}
+//	POST {prefix}/webhooks/{token}  any body; JSON is passed as is, other bodies as a JSON string
+//
+// An RPC call answers 200 with {"result": ...}, or an error status with
+// {"error": {"code": "...", "message": "..."}}: 400 invalid_argument for bad input,
+// 404 not_found, 409 conflict, 410 gone, 425 too_early, 413 too_large, 405 for a
+// wrong HTTP method, 500 internal only for failures of the World itself. Methods:
+//
+//	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run)
+//	runs.get      {runId}                                      -> Run
+//	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
+//	runs.cancel   {runId, reason?}                             -> Run (appends run_cancelled, wakes the run)
+//	events.list   {runId, afterSeq?, limit?, cursor?}          -> Page[Event]
+//	steps.list    {runId, limit?, cursor?}                     -> Page[Step]
+//	steps.get     {runId, stepId}                              -> Step
+//	hooks.list    {runId?, limit?, cursor?}                    -> Page[Hook]
+//	hooks.get     {hookId}                                     -> Hook
+//	hooks.resume  {token, payload?}                            -> ResumeContext
+//	waits.get     {runId, waitId}                              -> Wait
+//	streams.list  {runId}                                      -> []StreamInfo
+//	streams.read  {runId, name, from?, limit?}                 -> StreamPage
+//
+// The handlers do not authenticate. Put the RPC endpoint behind IAM or an
+// authorizer; webhooks are authorized by their token alone.
+package worldhttp

@@ -1,0 +1,322 @@
+package worldhttp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// DefaultPrefix is where the endpoints live unless Options.Prefix says otherwise.
+const DefaultPrefix = "/v1/workflow"
+
+// DefaultMaxBodyBytes bounds request bodies: DynamoDB items are 400 KB at most.
+const DefaultMaxBodyBytes = 256 << 10
+
+// Options configure the handlers. The zero value is usable.
+type Options struct {
+	// Prefix the routes are served under; empty uses [DefaultPrefix].
+	Prefix string
+	// MaxBodyBytes bounds request bodies; zero uses [DefaultMaxBodyBytes].
+	MaxBodyBytes int64
+	// NewRunID generates IDs for runs.start without runId; nil uses random IDs.
+	NewRunID func() string
+}
+
+func (o Options) withDefaults() Options {
+	o.Prefix = strings.TrimRight(o.Prefix, "/")
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.NewRunID == nil {
+		o.NewRunID = func() string {
+			var b [16]byte
+			_, _ = rand.Read(b[:])
+			return "run_" + hex.EncodeToString(b[:])
+		}
+	}
+	return o
+}
+
+// Handler serves both the RPC and the webhook endpoints.
+func Handler(w worlds.World, opts Options) http.Handler {
+	opts = opts.withDefaults()
+	mux := http.NewServeMux()
+	rpc, hook := &rpcHandler{w: w, o: opts}, &webhookHandler{w: w, o: opts}
+	mux.Handle(opts.Prefix+"/rpc", rpc)
+	mux.Handle(opts.Prefix+"/webhooks/{token}", hook)
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+// RPC serves only {prefix}/rpc.
+func RPC(w worlds.World, opts Options) http.Handler {
+	opts = opts.withDefaults()
+	mux := http.NewServeMux()
+	mux.Handle(opts.Prefix+"/rpc", &rpcHandler{w: w, o: opts})
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+// Webhook serves only {prefix}/webhooks/{token}, the route that may be public.
+func Webhook(w worlds.World, opts Options) http.Handler {
+	opts = opts.withDefaults()
+	mux := http.NewServeMux()
+	mux.Handle(opts.Prefix+"/webhooks/{token}", &webhookHandler{w: w, o: opts})
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "not_found", "no route "+r.URL.Path)
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var b ErrorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+// StatusOf maps a World error to an HTTP status and error code.
+func StatusOf(err error) (int, string) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, worlds.ErrInvalidArgument), errors.Is(err, worlds.ErrEventInvalid):
+		return http.StatusBadRequest, "invalid_argument"
+	case errors.Is(err, worlds.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, worlds.ErrConflict):
+		return http.StatusConflict, "conflict"
+	case errors.Is(err, worlds.ErrGone):
+		return http.StatusGone, "gone"
+	case errors.Is(err, worlds.ErrTooEarly):
+		return http.StatusTooEarly, "too_early"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "unavailable"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+func fail(w http.ResponseWriter, err error) {
+	status, code := StatusOf(err)
+	writeError(w, status, code, err.Error())
+}
+
+type webhookHandler struct {
+	w worlds.World
+	o Options
+}
+
+func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "webhooks accept POST")
+		return
+	}
+	token := r.PathValue("token")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	payload := json.RawMessage(bytes.TrimSpace(body))
+	if len(payload) > 0 && !json.Valid(payload) {
+		payload, _ = json.Marshal(string(body))
+	}
+	if _, err := worlds.ResumeHook(r.Context(), h.w, token, payload); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]bool{"ok": true})
+}
+
+type rpcHandler struct {
+	w worlds.World
+	o Options
+}
+
+// Request is the body of an RPC call.
+type Request struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+type params struct {
+	RunID         string            `json:"runId"`
+	StepID        string            `json:"stepId"`
+	HookID        string            `json:"hookId"`
+	WaitID        string            `json:"waitId"`
+	WorkflowName  string            `json:"workflowName"`
+	Status        worlds.RunStatus  `json:"status"`
+	CreatedAfter  time.Time         `json:"createdAfter"`
+	CreatedBefore time.Time         `json:"createdBefore"`
+	AfterSeq      int64             `json:"afterSeq"`
+	Limit         int               `json:"limit"`
+	Cursor        string            `json:"cursor"`
+	Input         json.RawMessage   `json:"input"`
+	Attributes    map[string]string `json:"attributes"`
+	Reason        string            `json:"reason"`
+	Token         string            `json:"token"`
+	Payload       json.RawMessage   `json:"payload"`
+	Name          string            `json:"name"`
+	From          int               `json:"from"`
+}
+
+func required(field, v string) error {
+	if v == "" {
+		return &worlds.ArgumentError{Field: "params." + field, Value: v, Reason: "required"}
+	}
+	return nil
+}
+
+func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the RPC endpoint accepts POST")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		fail(w, &worlds.ArgumentError{Field: "body", Value: len(body), Reason: "not a JSON RPC request: " + err.Error()})
+		return
+	}
+	var p params
+	if len(req.Params) > 0 && string(req.Params) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(req.Params))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			fail(w, &worlds.ArgumentError{Field: "params", Value: req.Method, Reason: err.Error()})
+			return
+		}
+	}
+	result, err := h.call(r.Context(), req.Method, p)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"result": result})
+}
+
+func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, error) {
+	need := func(fields ...[2]string) error {
+		for _, f := range fields {
+			if err := required(f[0], f[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	runID := [2]string{"runId", p.RunID}
+	switch method {
+	case "runs.start":
+		if err := need([2]string{"workflowName", p.WorkflowName}); err != nil {
+			return nil, err
+		}
+		if p.RunID == "" {
+			p.RunID = h.o.NewRunID()
+		}
+		if _, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: p.WorkflowName, Input: p.Input, Attributes: p.Attributes}); err != nil {
+			return nil, err
+		}
+		if _, err := h.w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: p.WorkflowName, RunID: p.RunID}, worlds.QueueOptions{}); err != nil {
+			return nil, fmt.Errorf("worldhttp: run %s created but not queued: %w", p.RunID, err)
+		}
+		return h.w.GetRun(ctx, p.RunID)
+	case "runs.get":
+		if err := need(runID); err != nil {
+			return nil, err
+		}
+		return h.w.GetRun(ctx, p.RunID)
+	case "runs.list":
+		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Limit: p.Limit, Cursor: p.Cursor})
+	case "runs.cancel":
+		if err := need(runID); err != nil {
+			return nil, err
+		}
+		evs, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCancelled, Reason: p.Reason})
+		if err != nil {
+			return nil, err
+		}
+		run, err := h.w.GetRun(ctx, evs[0].RunID)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := h.w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: run.RunID}, worlds.QueueOptions{}); err != nil {
+			return nil, fmt.Errorf("worldhttp: run %s cancelled but not woken: %w", run.RunID, err)
+		}
+		return run, nil
+	case "events.list":
+		if err := need(runID); err != nil {
+			return nil, err
+		}
+		return h.w.ListEvents(ctx, p.RunID, worlds.EventFilter{AfterSeq: p.AfterSeq, Limit: p.Limit, Cursor: p.Cursor})
+	case "steps.list":
+		if err := need(runID); err != nil {
+			return nil, err
+		}
+		return h.w.ListSteps(ctx, p.RunID, worlds.ListFilter{Limit: p.Limit, Cursor: p.Cursor})
+	case "steps.get":
+		if err := need(runID, [2]string{"stepId", p.StepID}); err != nil {
+			return nil, err
+		}
+		return h.w.GetStep(ctx, p.RunID, p.StepID)
+	case "hooks.list":
+		return h.w.ListHooks(ctx, worlds.HookFilter{RunID: p.RunID, Limit: p.Limit, Cursor: p.Cursor})
+	case "hooks.get":
+		if err := need([2]string{"hookId", p.HookID}); err != nil {
+			return nil, err
+		}
+		return h.w.GetHook(ctx, p.HookID)
+	case "hooks.resume":
+		return worlds.ResumeHook(ctx, h.w, p.Token, p.Payload)
+	case "waits.get":
+		if err := need(runID, [2]string{"waitId", p.WaitID}); err != nil {
+			return nil, err
+		}
+		return h.w.GetWait(ctx, p.RunID, p.WaitID)
+	case "streams.list":
+		if err := need(runID); err != nil {
+			return nil, err
+		}
+		return h.w.ListStreams(ctx, p.RunID)
+	case "streams.read":
+		if err := need(runID, [2]string{"name", p.Name}); err != nil {
+			return nil, err
+		}
+		return h.w.ReadStream(ctx, p.RunID, p.Name, p.From, p.Limit)
+	}
+	return nil, &worlds.ArgumentError{Field: "method", Value: method, Reason: "unknown RPC method"}
+}
