@@ -1,0 +1,38 @@
+package durable_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/cairn-go/cairn/durable"
+	"github.com/cairn-go/cairn/durable/lambdafake"
+)
+
+func Example() {
+	// In Lambda, pass a *lambda.Client; here the local fake plays the service.
+	svc := lambdafake.New("arn:aws:lambda:us-east-1:123456789012:function:f/durable-execution/e/1", json.RawMessage(`"ada"`), time.Unix(0, 0))
+	h, err := durable.NewHandler(svc, func(ctx context.Context, dc *durable.Context, in json.RawMessage) (any, error) {
+		var name string
+		if err := json.Unmarshal(in, &name); err != nil {
+			return nil, err
+		}
+		greeting, err := durable.Step(dc, "greet", func(context.Context) (string, error) { return "hello " + name, nil })
+		if err != nil {
+			return nil, err
+		}
+		if err := dc.Wait("pause", time.Minute); err != nil {
+			return nil, err
+		}
+		return greeting, nil
+	}, durable.Options{Now: svc.Now})
+	if err != nil {
+		panic(err)
+	}
+	out, err := svc.Drive(context.Background(), h, 10)
+	fmt.Println(out.Status, aws.ToString(out.Result), svc.Invocations, err)
+	// Output: SUCCEEDED "hello ada" 2 <nil>
+}

@@ -1,0 +1,65 @@
+package durable
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// Info identifies the durable work a context belongs to. Each field is its own
+// attribute: the execution ARN is not a request ID, and a resumed execution keeps
+// its ARN while every invocation gets a new request ID from Lambda.
+type Info struct {
+	ExecutionArn  string
+	OperationID   string // empty outside a step or callback submitter
+	OperationName string
+	Attempt       int // 1-based attempt of the step; 0 outside a step
+	// Replaying is set on the function's root context when the invocation began
+	// with history to replay.
+	Replaying bool
+}
+
+type infoKey struct{}
+
+func withInfo(ctx context.Context, info Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// InfoFrom returns the durable identity carried by ctx.
+func InfoFrom(ctx context.Context) (Info, bool) {
+	info, ok := ctx.Value(infoKey{}).(Info)
+	return info, ok
+}
+
+// replayHandler drops records while the function replays and adds the operation
+// identity of a step context to each record.
+type replayHandler struct {
+	inner slog.Handler
+	dc    *Context
+}
+
+func (h *replayHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return !h.dc.replaying && h.inner.Enabled(ctx, l)
+}
+
+func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.dc.replaying {
+		return nil
+	}
+	if info, ok := InfoFrom(ctx); ok && info.OperationID != "" {
+		r = r.Clone()
+		r.AddAttrs(slog.String("durable.operation_id", info.OperationID), slog.String("durable.operation_name", info.OperationName),
+			slog.Int("durable.attempt", info.Attempt))
+	}
+	return h.inner.Handle(ctx, r)
+}
+
+func (h *replayHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &replayHandler{inner: h.inner.WithAttrs(attrs), dc: h.dc}
+}
+
+func (h *replayHandler) WithGroup(name string) slog.Handler {
+	return &replayHandler{inner: h.inner.WithGroup(name), dc: h.dc}
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
