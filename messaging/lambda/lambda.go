@@ -1,0 +1,226 @@
+// Package lambda runs the same routes, middleware and typed handlers inside
+// an AWS Lambda SQS event source: Handle takes an events.SQSEvent and returns
+// an events.SQSEventResponse whose BatchItemFailures name the messages to
+// retry (enable ReportBatchItemFailures on the event source mapping).
+package lambda
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/middleware"
+	"github.com/cairn-go/cairn/messaging/router"
+)
+
+// Handler dispatches SQS event records to routes by queue name.
+type Handler struct {
+	routes    map[string]*entry
+	log       *slog.Logger
+	dlqMetric func(string)
+}
+
+type entry struct {
+	route   *router.Route
+	handler middleware.Handler
+}
+
+type config struct {
+	log       *slog.Logger
+	global    []middleware.Middleware
+	dlqMetric func(string)
+}
+
+// Option configures a Handler.
+type Option func(*config)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(log *slog.Logger) Option {
+	return func(c *config) {
+		if log != nil {
+			c.log = log
+		}
+	}
+}
+
+// WithMiddleware adds global middleware, outermost on every route.
+func WithMiddleware(mws ...middleware.Middleware) Option {
+	return func(c *config) { c.global = append(c.global, mws...) }
+}
+
+// WithDLQMetric sets the loafer_messages_dlq_total incrementer.
+func WithDLQMetric(inc func(routeName string)) Option { return func(c *config) { c.dlqMetric = inc } }
+
+// New builds a Handler. It returns ErrNoRoute without routes or with a nil
+// route, and ErrInvalidOption for two routes on one queue.
+func New(routes []*router.Route, opts ...Option) (*Handler, error) {
+	if len(routes) == 0 {
+		return nil, merrors.ErrNoRoute
+	}
+	cfg := config{log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	h := &Handler{routes: map[string]*entry{}, log: cfg.log, dlqMetric: cfg.dlqMetric}
+	for _, r := range routes {
+		if r == nil {
+			return nil, merrors.ErrNoRoute
+		}
+		name := queueName(r.QueueName())
+		if _, dup := h.routes[name]; dup {
+			return nil, merrors.Wrap(merrors.ErrInvalidOption, errString("two routes for queue "+name))
+		}
+		mws := append(append([]middleware.Middleware(nil), cfg.global...), r.Middleware()...)
+		h.routes[name] = &entry{route: r, handler: middleware.Chain(mws...)(r.Handler())}
+	}
+	return h, nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func queueName(s string) string {
+	if i := strings.LastIndexAny(s, ":/"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// Handle processes the event. Records of standard queues run concurrently
+// (up to the route's worker pool size); records of FIFO queues run in order,
+// and after a failure the rest of that queue's records are reported as
+// failures too, so nothing runs ahead of the failed message. Records of an
+// unknown queue are reported as failures. The error is always nil: failures
+// are per item.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	var mu sync.Mutex
+	fail := func(id string) {
+		mu.Lock()
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		mu.Unlock()
+	}
+	// Group records by queue, keeping order.
+	type group struct {
+		e       *entry
+		records []*events.SQSMessage
+	}
+	var order []string
+	groups := map[string]*group{}
+	for i := range ev.Records {
+		rec := &ev.Records[i]
+		name := queueName(rec.EventSourceARN)
+		g, ok := groups[name]
+		if !ok {
+			g = &group{e: h.routes[name]}
+			groups[name] = g
+			order = append(order, name)
+		}
+		g.records = append(g.records, rec)
+	}
+	for _, name := range order {
+		g := groups[name]
+		if g.e == nil {
+			h.log.ErrorContext(ctx, "no route for queue", slog.String("queue", name))
+			for _, r := range g.records {
+				fail(r.MessageId)
+			}
+			continue
+		}
+		if g.e.route.IsFIFO() || strings.HasSuffix(name, ".fifo") {
+			for i, r := range g.records {
+				if !h.run(ctx, g.e, name, r) {
+					for _, rest := range g.records[i:] {
+						fail(rest.MessageId)
+					}
+					break
+				}
+			}
+			continue
+		}
+		sem := make(chan struct{}, g.e.route.WorkerPoolSize())
+		var wg sync.WaitGroup
+		for _, r := range g.records {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if !h.run(ctx, g.e, name, r) {
+					fail(r.MessageId)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	return resp, nil
+}
+
+func (h *Handler) run(ctx context.Context, e *entry, queue string, r *events.SQSMessage) bool {
+	m := &message{rec: r, queue: queue}
+	err := e.handler(ctx, m)
+	if err == nil && !m.backoffSet {
+		return true
+	}
+	class, _ := merrors.Classify(err)
+	h.log.LogAttrs(ctx, slog.LevelWarn, "message failed", slog.String("queue", queue),
+		slog.String("message_id", r.MessageId), slog.String("class", class.String()), slog.Any("error", err))
+	if dlq, ok := e.route.DLQ(); ok && (class == merrors.FatalClass || m.ReceiveCount() >= dlq.MaxReceiveCount) {
+		h.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("queue", queue),
+			slog.String("message_id", r.MessageId), slog.Int("receive_count", m.ReceiveCount()))
+		if h.dlqMetric != nil {
+			h.dlqMetric(queue)
+		}
+		if dlq.OnDLQ != nil {
+			dlq.OnDLQ(ctx, m)
+		}
+	}
+	return false
+}
+
+type message struct {
+	rec        *events.SQSMessage
+	queue      string
+	backoffSet bool
+}
+
+func (m *message) ID() string   { return m.rec.MessageId }
+func (m *message) Body() []byte { return []byte(m.rec.Body) }
+func (m *message) Attribute(name string) (string, bool) {
+	v, ok := m.rec.MessageAttributes[name]
+	if !ok || v.StringValue == nil {
+		return "", false
+	}
+	return *v.StringValue, true
+}
+func (m *message) Attributes() map[string]string {
+	out := make(map[string]string, len(m.rec.MessageAttributes))
+	for k, v := range m.rec.MessageAttributes {
+		if v.StringValue != nil {
+			out[k] = *v.StringValue
+		}
+	}
+	return out
+}
+func (m *message) SystemAttribute(name string) string { return m.rec.Attributes[name] }
+func (m *message) GroupID() string                    { return m.rec.Attributes["MessageGroupId"] }
+func (m *message) ReceiveCount() int {
+	n, err := strconv.Atoi(m.rec.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+func (m *message) QueueName() string { return m.queue }
+
+// Backoff marks the record as failed: Lambda retries it when its visibility
+// timeout lapses.
+func (m *message) Backoff(time.Duration) { m.backoffSet = true }

@@ -1,0 +1,105 @@
+package lambda_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"go.uber.org/goleak"
+
+	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/lambda"
+	"github.com/cairn-go/cairn/messaging/middleware"
+	"github.com/cairn-go/cairn/messaging/router"
+	"github.com/cairn-go/cairn/messaging/typed"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func rec(queue, id, body, group string) events.SQSMessage {
+	return events.SQSMessage{MessageId: id, Body: body, EventSourceARN: "arn:aws:sqs:us-east-1:0:" + queue,
+		Attributes: map[string]string{"MessageGroupId": group, "ApproximateReceiveCount": "1"}}
+}
+
+func failures(r events.SQSEventResponse) []string {
+	var ids []string
+	for _, f := range r.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+type order struct {
+	OK bool `json:"ok"`
+}
+
+func TestPartialBatchFailures(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	var observed []string
+	std, _ := router.New("std", typed.WrapHandler(typed.JSONCodec[order]{}, func(_ context.Context, o order) error {
+		if !o.OK {
+			return errors.New("no")
+		}
+		return nil
+	}), router.WithDLQ(5, router.WithOnDLQ(func(_ context.Context, m middleware.Message) {
+		mu.Lock()
+		observed = append(observed, m.ID())
+		mu.Unlock()
+	})))
+	fifo, _ := router.New("ord.fifo", func(_ context.Context, m middleware.Message) error {
+		mu.Lock()
+		seen = append(seen, m.ID())
+		mu.Unlock()
+		if m.ID() == "f2" {
+			return errors.New("fail")
+		}
+		return nil
+	})
+	var global int
+	h, err := lambda.New([]*router.Route{std, fifo}, lambda.WithMiddleware(func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, m middleware.Message) error {
+			mu.Lock()
+			global++
+			mu.Unlock()
+			return next(ctx, m)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		rec("std", "s1", `{"ok":true}`, ""), rec("std", "s2", `{"ok":false}`, ""), rec("std", "s3", `not json`, ""),
+		rec("ord.fifo", "f1", "a", "g"), rec("ord.fifo", "f2", "b", "g"), rec("ord.fifo", "f3", "c", "g"),
+		rec("unknown", "u1", "x", ""),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := failures(resp), []string{"f2", "f3", "s2", "s3", "u1"}; !slices.Equal(got, want) {
+		t.Fatalf("failures %v want %v", got, want)
+	}
+	if !slices.Equal(seen, []string{"f1", "f2"}) {
+		t.Fatalf("fifo ran %v: f3 must not run after f2 failed", seen)
+	}
+	// The decode failure is fatal, so the DLQ observer sees it at once.
+	if !slices.Equal(observed, []string{"s3"}) || global != 5 {
+		t.Fatalf("observed %v global %d", observed, global)
+	}
+}
+
+func TestNewValidation(t *testing.T) {
+	t.Parallel()
+	if _, err := lambda.New(nil); !errors.Is(err, merrors.ErrNoRoute) {
+		t.Fatal(err)
+	}
+	r, _ := router.New("q", func(context.Context, middleware.Message) error { return nil })
+	if _, err := lambda.New([]*router.Route{r, r}); !errors.Is(err, merrors.ErrInvalidOption) {
+		t.Fatal(err)
+	}
+}

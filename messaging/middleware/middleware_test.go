@@ -1,0 +1,106 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/messagingtest"
+	"github.com/cairn-go/cairn/messaging/middleware"
+)
+
+func TestChainOrder(t *testing.T) {
+	t.Parallel()
+	var got []string
+	tag := func(s string) middleware.Middleware {
+		return func(next middleware.Handler) middleware.Handler {
+			return func(ctx context.Context, m middleware.Message) error { got = append(got, s); return next(ctx, m) }
+		}
+	}
+	h := middleware.Chain(tag("a"), nil, tag("b"))(func(context.Context, middleware.Message) error { got = append(got, "h"); return nil })
+	if err := h(context.Background(), messagingtest.NewMessage("x", nil)); err != nil || strings.Join(got, "") != "abh" {
+		t.Fatalf("%v %v", got, err)
+	}
+}
+
+func TestRecovery(t *testing.T) {
+	t.Parallel()
+	h := middleware.Recovery(nil)(func(context.Context, middleware.Message) error { panic("boom") })
+	err := h(context.Background(), messagingtest.NewMessage("x", nil))
+	if !errors.Is(err, merrors.ErrPanic) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := middleware.Logging(nil)(func(context.Context, middleware.Message) error { return nil })(context.Background(), messagingtest.NewMessage("x", nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMetricsNames(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	fail := errors.New("x")
+	// Two routes on one registry share the families.
+	for _, route := range []string{"a", "b"} {
+		h := middleware.Metrics(route, middleware.WithMetricsRegisterer(reg))(func(_ context.Context, m middleware.Message) error {
+			if string(m.Body()) == "bad" {
+				return fail
+			}
+			return nil
+		})
+		_ = h(context.Background(), messagingtest.NewMessage("ok", nil))
+		_ = h(context.Background(), messagingtest.NewMessage("bad", nil))
+	}
+	middleware.DLQCounter(middleware.WithMetricsRegisterer(reg))("a")
+	n, err := testutil.GatherAndCount(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no metrics")
+	}
+	mfs, _ := reg.Gather()
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, want := range []string{middleware.MetricReceived, middleware.MetricProcessed, middleware.MetricErrors,
+		middleware.MetricDuration, middleware.MetricInflight, middleware.MetricDeadLetter,
+		"loafer_messages_received_total", "loafer_messages_dlq_total"} {
+		if !names[want] {
+			t.Errorf("missing %s (have %v)", want, names)
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP loafer_messages_processed_total Messages processed, by status.
+# TYPE loafer_messages_processed_total counter
+loafer_messages_processed_total{route="a",status="error"} 1
+loafer_messages_processed_total{route="a",status="success"} 1
+loafer_messages_processed_total{route="b",status="error"} 1
+loafer_messages_processed_total{route="b",status="success"} 1
+`), middleware.MetricProcessed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOTelSpan(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := middleware.OTel("orders", middleware.WithTracerProvider(tp))(func(context.Context, middleware.Message) error { return errors.New("x") })
+	msg := messagingtest.NewMessage("x", map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+	_ = h(context.Background(), msg)
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != "orders process" || spans[0].Status().Code.String() != "Error" {
+		t.Fatalf("spans %v", spans)
+	}
+	if spans[0].SpanContext().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
+		t.Fatalf("trace context not continued: %s", spans[0].SpanContext().TraceID())
+	}
+}
