@@ -1,0 +1,228 @@
+package local
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// SchemaVersion is the layout of the database this package reads and writes.
+const SchemaVersion = 1
+
+// ErrSchemaVersion is returned by [Open] for a database written with another
+// schema version (usually a newer cairn); the file is left untouched.
+var ErrSchemaVersion = errors.New("local: unsupported database schema version")
+
+// World is the embedded SQLite World. It implements [worlds.World],
+// [worlds.StreamNotifier] and [worlds.Server]. Create it with [Open] and release it
+// with [World.Close].
+type World struct {
+	cfg Config
+	db  *sql.DB
+
+	// writeMu serializes this process's writers so they queue in Go instead of
+	// spinning in SQLite's busy handler; other processes are kept out by the file lock.
+	writeMu sync.Mutex
+
+	wake chan struct{} // a delivery was queued or released: re-check the earliest due time
+
+	subMu sync.Mutex
+	subs  map[streamKey]map[chan struct{}]struct{}
+}
+
+var (
+	_ worlds.World          = (*World)(nil)
+	_ worlds.StreamNotifier = (*World)(nil)
+	_ worlds.Server         = (*World)(nil)
+)
+
+// Open opens (creating if needed) the database at cfg.Path and returns its World.
+func Open(ctx context.Context, cfg Config) (*World, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "foreign_keys(0)")
+	q.Set("_txlock", "immediate")
+	var dsn string
+	if cfg.Path == Memory {
+		dsn = ":memory:?" + q.Encode()
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("local: open %s: %w", cfg.Path, err)
+	}
+	if cfg.Path == Memory {
+		// Every connection to :memory: is a separate database: keep exactly one.
+		db.SetMaxOpenConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+	}
+	db.SetMaxIdleConns(4)
+	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), subs: map[streamKey]map[chan struct{}]struct{}{}}
+	if err := w.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Close closes the database. Stop [World.Serve] first.
+func (w *World) Close() error { return w.db.Close() }
+
+// Capabilities implements [worlds.World].
+func (w *World) Capabilities() worlds.Capabilities {
+	return worlds.Capabilities{
+		Retention:      w.cfg.Retention > 0,
+		LiveStreams:    true,
+		MaxDelay:       w.cfg.MaxDelay,
+		MaxStreamWrite: w.cfg.MaxStreamWrite,
+		MaxItemBytes:   w.cfg.MaxItemBytes,
+	}
+}
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS runs (
+		run_id TEXT PRIMARY KEY, workflow_name TEXT NOT NULL, status TEXT NOT NULL,
+		created_at INTEGER NOT NULL, event_count INTEGER NOT NULL, data BLOB NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at, run_id)`,
+	`CREATE INDEX IF NOT EXISTS runs_by_workflow ON runs (workflow_name, created_at, run_id)`,
+	`CREATE TABLE IF NOT EXISTS events (
+		run_id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,
+		PRIMARY KEY (run_id, seq)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS steps (
+		run_id TEXT NOT NULL, step_id TEXT NOT NULL, ord INTEGER NOT NULL, data BLOB NOT NULL,
+		PRIMARY KEY (run_id, step_id)) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS steps_by_ord ON steps (run_id, ord)`,
+	`CREATE TABLE IF NOT EXISTS hooks (
+		hook_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL,
+		created_at INTEGER NOT NULL, data BLOB NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS hooks_by_created ON hooks (created_at, hook_id)`,
+	`CREATE INDEX IF NOT EXISTS hooks_by_run ON hooks (run_id, created_at, hook_id)`,
+	`CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, hook_id TEXT NOT NULL) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS waits (
+		run_id TEXT NOT NULL, wait_id TEXT NOT NULL, data BLOB NOT NULL,
+		PRIMARY KEY (run_id, wait_id)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS streams (
+		run_id TEXT NOT NULL, name TEXT NOT NULL, chunks INTEGER NOT NULL, closed INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+		PRIMARY KEY (run_id, name)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS chunks (
+		run_id TEXT NOT NULL, name TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL,
+		PRIMARY KEY (run_id, name, idx)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS deliveries (
+		id TEXT PRIMARY KEY, input BLOB NOT NULL, due_at INTEGER NOT NULL,
+		attempt INTEGER NOT NULL DEFAULT 0, lease_until INTEGER NOT NULL DEFAULT 0,
+		claim TEXT NOT NULL DEFAULT '', gen INTEGER NOT NULL DEFAULT 0)`,
+	`CREATE INDEX IF NOT EXISTS deliveries_by_due ON deliveries (due_at)`,
+}
+
+func (w *World) migrate(ctx context.Context) error {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("local: open %s: %w", w.cfg.Path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("local: open %s: %w", w.cfg.Path, err)
+	}
+	var v string
+	switch err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('schema_version', ?)`, strconv.Itoa(SchemaVersion)); err != nil {
+			return fmt.Errorf("local: init schema: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("local: read schema version: %w", err)
+	case v != strconv.Itoa(SchemaVersion):
+		return fmt.Errorf("%w: %s has version %s, this build reads version %d", ErrSchemaVersion, w.cfg.Path, v, SchemaVersion)
+	}
+	for _, stmt := range schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("local: init schema: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// write runs fn in an immediate transaction, retrying with jitter while the file
+// is busy or fn reports errRetry, up to maxAttempts, then ErrAppendContention.
+func (w *World) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	const maxAttempts = 16
+	var last error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if attempt > 0 {
+			d := time.Duration(1<<min(attempt, 8)) * time.Millisecond
+			d = d/2 + time.Duration(jitter(int64(d)))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		err := w.tryWrite(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errRetry) && !isBusy(err) {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("%w: %v", worlds.ErrAppendContention, last)
+}
+
+func (w *World) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// errRetry reports a lost optimistic-concurrency race inside a write.
+var errRetry = errors.New("local: event count changed")
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+func (w *World) now() time.Time { return w.cfg.Clock().UTC().Round(0) }
+
+func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -1,0 +1,322 @@
+package local
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// Backoff bounds for failed deliveries: the delay doubles from MinBackoff per
+// attempt up to MaxBackoff.
+const (
+	MinBackoff = time.Second
+	MaxBackoff = 15 * time.Minute
+)
+
+// Queue implements [worlds.World]. A delivery with opts.ID that is already queued
+// is not queued twice: it keeps one row, due at the earlier of the two times. If
+// that delivery is running when it is queued again, it runs once more after it
+// finishes, so a wake-up that raced with its own delivery is not lost.
+func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	now := w.now()
+	due := opts.DueAt
+	if due.IsZero() || due.Before(now) {
+		due = now
+	}
+	if w.cfg.MaxDelay > 0 && due.Sub(now) > w.cfg.MaxDelay {
+		return "", &worlds.ArgumentError{Field: "QueueOptions.DueAt", Value: opts.DueAt, Reason: fmt.Sprintf("more than MaxDelay %s ahead", w.cfg.MaxDelay)}
+	}
+	id := opts.ID
+	if id == "" {
+		id = w.cfg.NewID()
+	}
+	err := w.write(ctx, func(tx *sql.Tx) error { return w.queueTx(ctx, tx, id, in, due) })
+	if err != nil {
+		return "", err
+	}
+	w.signal()
+	return id, nil
+}
+
+func (w *World) queueTx(ctx context.Context, tx *sql.Tx, id string, in worlds.QueueInput, due time.Time) error {
+	body, err := worlds.MarshalQueueInput(in)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO deliveries (id, input, due_at) VALUES (?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET gen = gen + 1, due_at = MIN(due_at, excluded.due_at)`, id, body, nanos(due))
+	return err
+}
+
+// signal wakes the dispatcher to look at the earliest due time again.
+func (w *World) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+type claimed struct {
+	worlds.Delivery
+	claim string
+	gen   int64
+}
+
+// claim leases the earliest due delivery; with none due it returns the time the
+// next one is due (zero when the queue is empty).
+func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
+	var c *claimed
+	var next time.Time
+	err := w.write(ctx, func(tx *sql.Tx) error {
+		c, next = nil, time.Time{}
+		now, wall := nanos(w.now()), time.Now().UnixNano()
+		var id string
+		var due, leaseUntil int64
+		err := tx.QueryRowContext(ctx, `SELECT id, due_at, lease_until FROM deliveries
+			WHERE due_at <= ? AND lease_until <= ? ORDER BY due_at LIMIT 1`, now, wall).Scan(&id, &due, &leaseUntil)
+		if errors.Is(err, sql.ErrNoRows) {
+			var n sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT MIN(due_at) FROM deliveries WHERE lease_until <= ?`, wall).Scan(&n); err != nil {
+				return err
+			}
+			if n.Valid {
+				next = fromNanos(n.Int64)
+			}
+			var l sql.NullInt64 // a claim that expires returns to the queue: look again then
+			if err := tx.QueryRowContext(ctx, `SELECT MIN(lease_until) FROM deliveries WHERE lease_until > ?`, wall).Scan(&l); err != nil {
+				return err
+			}
+			if l.Valid {
+				at := time.Now().Add(time.Duration(l.Int64 - wall))
+				if next.IsZero() || at.Before(next) {
+					next = at
+				}
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		token := w.cfg.NewID()
+		var body []byte
+		d := &claimed{claim: token}
+		err = tx.QueryRowContext(ctx, `UPDATE deliveries SET attempt = attempt + 1, lease_until = ?, claim = ?
+			WHERE id = ? RETURNING input, due_at, attempt, gen`, wall+int64(w.cfg.Lease), token, id).Scan(&body, &due, &d.Attempt, &d.gen)
+		if err != nil {
+			return err
+		}
+		d.ID, d.DueAt = id, fromNanos(due)
+		in, err := worlds.UnmarshalQueueInput(body)
+		if err != nil {
+			// Not a delivery this build understands: drop it rather than retry forever.
+			w.cfg.Logger.Error("local: dropping undecodable delivery", "id", id, "err", err)
+			_, err = tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ?`, id)
+			return err
+		}
+		d.Input = in
+		c = d
+		return nil
+	})
+	return c, next, err
+}
+
+// finish records the outcome of a claimed delivery: deleted on success unless it
+// was queued again meanwhile, otherwise rescheduled with backoff. A claim that
+// lost its lease to another worker changes nothing.
+func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown bool) error {
+	return w.write(ctx, func(tx *sql.Tx) error {
+		now := w.now()
+		if runErr == nil {
+			res, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ? AND claim = ? AND gen = ?`, d.ID, d.claim, d.gen)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				return nil
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', attempt = 0 WHERE id = ? AND claim = ?`, d.ID, d.claim)
+			return err
+		}
+		due, attempt := now.Add(backoff(d.Attempt)), d.Attempt
+		if shutdown {
+			// Interrupted by shutdown, not failed: due again at once, attempt not counted.
+			due, attempt = now, d.Attempt-1
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', attempt = ?,
+			due_at = CASE WHEN gen = ? THEN ? ELSE ? END WHERE id = ? AND claim = ?`,
+			attempt, d.gen, nanos(due), nanos(now), d.ID, d.claim)
+		return err
+	})
+}
+
+func (w *World) renew(ctx context.Context, d *claimed) error {
+	return w.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = ? WHERE id = ? AND claim = ?`,
+			time.Now().UnixNano()+int64(w.cfg.Lease), d.ID, d.claim)
+		return err
+	})
+}
+
+func backoff(attempt int) time.Duration {
+	d := MinBackoff
+	for i := 1; i < attempt && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxBackoff)
+}
+
+// Serve implements [worlds.Server]: Config.Workers deliveries at a time are
+// claimed as they come due and run with runner; expiry deliveries are handled by
+// the World itself. Idle, it sleeps until the earliest due delivery, a new Queue
+// call, or Config.PollInterval. It returns nil when ctx ends, after the
+// deliveries in flight have returned (they see ctx cancelled and are released to
+// run again at once).
+func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
+	if runner == nil {
+		return &worlds.ArgumentError{Field: "runner", Value: nil, Reason: "required"}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, w.cfg.Workers)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	failures := 0
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		for {
+			d, next, err := w.claim(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				failures++
+				w.cfg.Logger.Error("local: claiming a delivery", "err", err)
+				next = w.now().Add(min(time.Duration(failures)*100*time.Millisecond, w.cfg.PollInterval))
+			} else {
+				failures = 0
+			}
+			if d != nil {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-slots; w.signal() }()
+					w.deliver(ctx, runner, d)
+				}()
+				break
+			}
+			wait := w.cfg.PollInterval
+			if !next.IsZero() {
+				wait = min(wait, max(next.Sub(w.now()), 0))
+			}
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				<-slots
+				return nil
+			case <-w.wake:
+				timer.Stop() // Go 1.23 timers: no stale tick survives Stop
+			case <-timer.C:
+			}
+		}
+	}
+}
+
+func (w *World) deliver(ctx context.Context, runner worlds.Runner, d *claimed) {
+	stop := make(chan struct{})
+	var hb sync.WaitGroup
+	hb.Add(1)
+	go func() {
+		defer hb.Done()
+		t := time.NewTicker(w.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := w.renew(ctx, d); err != nil && ctx.Err() == nil {
+					w.cfg.Logger.Warn("local: renewing a delivery lease", "id", d.ID, "err", err)
+				}
+			}
+		}
+	}()
+	var err error
+	if d.Input.Kind == worlds.DeliverExpire {
+		err = w.expire(ctx, d.Input.RunID)
+	} else {
+		err = safeRun(ctx, runner, w, d.Delivery)
+	}
+	close(stop)
+	hb.Wait()
+	shutdown := err != nil && ctx.Err() != nil
+	if err != nil && !shutdown {
+		w.cfg.Logger.Warn("local: delivery failed", "id", d.ID, "kind", d.Input.Kind, "run", d.Input.RunID, "attempt", d.Attempt, "err", err)
+	}
+	// The outcome is recorded even after shutdown began, so nothing runs twice needlessly.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.BusyTimeout)
+	defer cancel()
+	if ferr := w.finish(fctx, d, err, shutdown); ferr != nil {
+		w.cfg.Logger.Error("local: recording a delivery outcome", "id", d.ID, "err", ferr)
+	}
+}
+
+func safeRun(ctx context.Context, runner worlds.Runner, w worlds.World, d worlds.Delivery) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("local: runner panicked: %v", p)
+		}
+	}()
+	return runner.Run(ctx, w, d)
+}
+
+// expire deletes a finished run and everything it owns. A run that is not
+// finished (it cannot be, unless the file was edited) is kept.
+func (w *World) expire(ctx context.Context, runID string) error {
+	return w.write(ctx, func(tx *sql.Tx) error {
+		run, err := getRun(ctx, tx, runID)
+		if errors.Is(err, worlds.ErrRunNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !run.Status.Terminal() {
+			return nil
+		}
+		for _, q := range []string{
+			`DELETE FROM tokens WHERE hook_id IN (SELECT hook_id FROM hooks WHERE run_id = ?)`,
+			`DELETE FROM hooks WHERE run_id = ?`,
+			`DELETE FROM events WHERE run_id = ?`,
+			`DELETE FROM steps WHERE run_id = ?`,
+			`DELETE FROM waits WHERE run_id = ?`,
+			`DELETE FROM chunks WHERE run_id = ?`,
+			`DELETE FROM streams WHERE run_id = ?`,
+			`DELETE FROM runs WHERE run_id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, runID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// pendingDeliveries counts queued deliveries, for tests.
+func (w *World) pendingDeliveries(ctx context.Context) (int, error) {
+	var n int
+	err := w.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries`).Scan(&n)
+	return n, err
+}
