@@ -159,7 +159,7 @@ func (a *acker) flush(ctx context.Context, partial bool) {
 			a.flights <- struct{}{}
 			a.inflight.Add(1)
 			go func() {
-				defer func() { <-a.flights; a.inflight.Done() }()
+				defer func() { <-a.flights; a.inflight.Done(); a.c.slots.release(len(del)) }()
 				a.sendDeletes(ctx, del)
 			}()
 		}

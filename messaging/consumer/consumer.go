@@ -105,7 +105,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	workers := c.route.WorkerPoolSize()
 	max := int(c.route.MaxMessages())
-	capacity := workers + max*c.route.Pollers()
+	capacity := workers + max*c.route.Pollers() + batchMax*maxDeleteFlights
 	c.slots = newSemaphore(capacity)
 	c.ack = newAcker(c, capacity)
 
@@ -264,6 +264,14 @@ func (c *Consumer) track(msgs []types.Message) *batch {
 // finish marks d done so the heartbeat stops extending it; the last message
 // of a batch returns the batch to the pool.
 func (c *Consumer) finish(d *delivery) {
+	c.finishHeld(d)
+	c.slots.release(1)
+}
+
+// finishHeld is finish without giving the slot back: a message queued for
+// deletion keeps its slot until the delete is sent, so a slow acknowledgement
+// path slows receiving instead of growing an unbounded backlog.
+func (c *Consumer) finishHeld(d *delivery) {
 	b := d.b
 	c.mu.Lock()
 	d.done = true
@@ -281,7 +289,6 @@ func (c *Consumer) finish(d *delivery) {
 		b.prev, b.next = nil, nil
 	}
 	c.mu.Unlock()
-	c.slots.release(1)
 	if last {
 		clear(b.items)
 		b.items = b.items[:0]
@@ -387,7 +394,7 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 	class, delay := merrors.Classify(err)
 	if class == merrors.Success {
 		h := d.msg.ReceiptHandle
-		c.finish(d)
+		c.finishHeld(d)
 		c.ack.delete(h, true)
 		return false, 0
 	}

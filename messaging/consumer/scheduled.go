@@ -96,7 +96,7 @@ func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error,
 	}
 	// The retry or dead letter exists: delete the original to free the group.
 	h := d.msg.ReceiptHandle
-	c.finish(d)
+	c.finishHeld(d)
 	c.ack.delete(h, false)
 	return false, 0
 }

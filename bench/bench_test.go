@@ -1,0 +1,37 @@
+package bench
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestSmoke keeps CI fast: a few hundred messages through each mode.
+func TestSmoke(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		calls, err := runCairn(500, fifo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if per := float64(calls) / 500; per > 0.25 {
+			t.Fatalf("fifo=%v: %.3f calls/message", fifo, per)
+		}
+	}
+}
+
+func benchmarkCairn(b *testing.B, fifo bool) {
+	b.ReportAllocs()
+	calls, err := runCairn(b.N, fifo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(calls)/float64(b.N), "calls/msg")
+}
+
+func BenchmarkStandard_Cairn(b *testing.B) { benchmarkCairn(b, false) }
+func BenchmarkFIFO_Cairn(b *testing.B)     { benchmarkCairn(b, true) }
+
+// The loafer-go side is blocked: github.com/JustCodes/loafer-go/v2 is not
+// served by the Go module proxy (403), see doc.go.
