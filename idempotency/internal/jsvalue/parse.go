@@ -1,0 +1,422 @@
+package jsvalue
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+)
+
+// ErrSyntax reports input that JSON.parse would reject.
+var ErrSyntax = errors.New("jsvalue: invalid JSON")
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+// Parse decodes JSON text the way Node.js does for a UTF-8 request body: the bytes are
+// decoded with the WHATWG UTF-8 decoder (each maximal invalid subsequence becomes
+// U+FFFD), then JSON.parse runs: numbers become doubles (out of range is ±Infinity),
+// duplicate keys keep the first position and the last value.
+func Parse(data []byte) (Value, error) {
+	return parse(parser{data: data})
+}
+
+// ParseWTF8 is Parse for text that came from a JavaScript string (WTF-8, which may
+// hold lone surrogates), as JSON.parse(string) sees it.
+func ParseWTF8(data []byte) (Value, error) {
+	return parse(parser{data: data, wtf8: true})
+}
+
+func parse(p parser) (Value, error) {
+	p.ws()
+	v, err := p.value(0)
+	if err != nil {
+		return Value{}, err
+	}
+	p.ws()
+	if p.pos != len(p.data) {
+		return Value{}, p.fail("unexpected data after JSON value")
+	}
+	return v, nil
+}
+
+type parser struct {
+	data []byte
+	pos  int
+	wtf8 bool
+}
+
+func (p *parser) fail(msg string) error {
+	return fmt.Errorf("%w: %s at offset %d", ErrSyntax, msg, p.pos)
+}
+
+func (p *parser) ws() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) literal(word string, v Value) (Value, error) {
+	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
+		return Value{}, p.fail("invalid literal")
+	}
+	p.pos += len(word)
+	return v, nil
+}
+
+func (p *parser) value(depth int) (Value, error) {
+	if depth > maxDepth {
+		return Value{}, p.fail("nesting too deep")
+	}
+	if p.pos >= len(p.data) {
+		return Value{}, p.fail("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return Value{}, err
+		}
+		return Str(s), nil
+	case c == 't':
+		return p.literal("true", True)
+	case c == 'f':
+		return p.literal("false", False)
+	case c == 'n':
+		return p.literal("null", NullValue)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return Value{}, p.fail("unexpected character")
+	}
+}
+
+func (p *parser) object(depth int) (Value, error) {
+	p.pos++ // {
+	o := NewObj()
+	p.ws()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return ObjectOf(o), nil
+	}
+	for {
+		p.ws()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return Value{}, p.fail("expected object key")
+		}
+		k, err := p.str()
+		if err != nil {
+			return Value{}, err
+		}
+		p.ws()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return Value{}, p.fail("expected ':'")
+		}
+		p.pos++
+		p.ws()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return Value{}, err
+		}
+		o.Define(k, v)
+		p.ws()
+		if p.pos >= len(p.data) {
+			return Value{}, p.fail("unterminated object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return ObjectOf(o), nil
+		default:
+			return Value{}, p.fail("expected ',' or '}'")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (Value, error) {
+	p.pos++ // [
+	items := []Value{}
+	p.ws()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return ArrayOf(items), nil
+	}
+	for {
+		p.ws()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return Value{}, err
+		}
+		items = append(items, v)
+		p.ws()
+		if p.pos >= len(p.data) {
+			return Value{}, p.fail("unterminated array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return ArrayOf(items), nil
+		default:
+			return Value{}, p.fail("expected ',' or ']'")
+		}
+	}
+}
+
+func (p *parser) number() (Value, error) {
+	start := p.pos
+	d := p.data
+	if p.pos < len(d) && d[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.pos < len(d) && d[p.pos] == '0' {
+		p.pos++
+	} else if digits() == 0 {
+		return Value{}, p.fail("invalid number")
+	}
+	if p.pos < len(d) && d[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return Value{}, p.fail("invalid number fraction")
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return Value{}, p.fail("invalid number exponent")
+		}
+	}
+	// ParseFloat rounds correctly like JSON.parse; overflow yields ±Inf with ErrRange,
+	// which is what JavaScript holds too.
+	f, err := strconv.ParseFloat(string(d[start:p.pos]), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return Value{}, p.fail("invalid number")
+	}
+	return Num(f), nil
+}
+
+// str parses a JSON string starting at the opening quote and returns it as WTF-8.
+func (p *parser) str() (string, error) {
+	p.pos++ // "
+	var units []uint16
+	d := p.data
+	for {
+		if p.pos >= len(d) {
+			return "", p.fail("unterminated string")
+		}
+		c := d[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return FromUTF16(units), nil
+		case c == '\\':
+			p.pos++
+			if p.pos >= len(d) {
+				return "", p.fail("unterminated escape")
+			}
+			e := d[p.pos]
+			p.pos++
+			switch e {
+			case '"', '\\', '/':
+				units = append(units, uint16(e))
+			case 'b':
+				units = append(units, '\b')
+			case 'f':
+				units = append(units, '\f')
+			case 'n':
+				units = append(units, '\n')
+			case 'r':
+				units = append(units, '\r')
+			case 't':
+				units = append(units, '\t')
+			case 'u':
+				if len(d)-p.pos < 4 {
+					return "", p.fail("short unicode escape")
+				}
+				n, err := strconv.ParseUint(string(d[p.pos:p.pos+4]), 16, 16)
+				if err != nil {
+					return "", p.fail("invalid unicode escape")
+				}
+				p.pos += 4
+				units = append(units, uint16(n))
+			default:
+				return "", p.fail("invalid escape")
+			}
+		case c < 0x20:
+			return "", p.fail("control character in string")
+		case c < 0x80:
+			units = append(units, uint16(c))
+			p.pos++
+		default:
+			end := p.pos
+			for end < len(d) && d[end] >= 0x80 {
+				end++
+			}
+			units = appendDecoded(units, d[p.pos:end], p.wtf8)
+			p.pos = end
+		}
+	}
+}
+
+// appendWHATWG decodes b (non-ASCII bytes) with the WHATWG UTF-8 decoder and appends
+// the UTF-16 code units.
+func appendWHATWG(units []uint16, b []byte) []uint16 { return appendDecoded(units, b, false) }
+
+// appendDecoded is appendWHATWG that, with wtf8, also accepts encoded surrogates.
+func appendDecoded(units []uint16, b []byte, wtf8 bool) []uint16 {
+	const replacement = 0xFFFD
+	var cp rune
+	needed, seen := 0, 0
+	lower, upper := byte(0x80), byte(0xBF)
+	emit := func(r rune) {
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			units = append(units, uint16(r1), uint16(r2))
+			return
+		}
+		units = append(units, uint16(r))
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if needed == 0 {
+			switch {
+			case c <= 0x7F:
+				emit(rune(c))
+			case c >= 0xC2 && c <= 0xDF:
+				needed, cp = 1, rune(c&0x1F)
+			case c >= 0xE0 && c <= 0xEF:
+				if c == 0xE0 {
+					lower = 0xA0
+				}
+				if c == 0xED && !wtf8 {
+					upper = 0x9F
+				}
+				needed, cp = 2, rune(c&0xF)
+			case c >= 0xF0 && c <= 0xF4:
+				if c == 0xF0 {
+					lower = 0x90
+				}
+				if c == 0xF4 {
+					upper = 0x8F
+				}
+				needed, cp = 3, rune(c&0x7)
+			default:
+				emit(replacement)
+			}
+			continue
+		}
+		if c < lower || c > upper {
+			cp, needed, seen = 0, 0, 0
+			lower, upper = 0x80, 0xBF
+			emit(replacement)
+			i-- // reprocess this byte as the start of a new sequence
+			continue
+		}
+		lower, upper = 0x80, 0xBF
+		cp = cp<<6 | rune(c&0x3F)
+		seen++
+		if seen == needed {
+			emit(cp)
+			cp, needed, seen = 0, 0, 0
+		}
+	}
+	if needed != 0 {
+		emit(replacement)
+	}
+	return units
+}
+
+// FromUTF16 encodes UTF-16 code units as WTF-8, pairing surrogates where they pair.
+func FromUTF16(units []uint16) string {
+	buf := make([]byte, 0, len(units))
+	for i := 0; i < len(units); i++ {
+		u := rune(units[i])
+		if utf16.IsSurrogate(u) && u < 0xDC00 && i+1 < len(units) {
+			if l := rune(units[i+1]); l >= 0xDC00 && l <= 0xDFFF {
+				buf = appendRune(buf, utf16.DecodeRune(u, l))
+				i++
+				continue
+			}
+		}
+		buf = appendRune(buf, u)
+	}
+	return string(buf)
+}
+
+// appendRune writes r in generalized UTF-8, which allows surrogate code points.
+func appendRune(b []byte, r rune) []byte {
+	switch {
+	case r < 0x80:
+		return append(b, byte(r))
+	case r < 0x800:
+		return append(b, 0xC0|byte(r>>6), 0x80|byte(r)&0x3F)
+	case r < 0x10000:
+		return append(b, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
+	default:
+		return append(b, 0xF0|byte(r>>18), 0x80|byte(r>>12)&0x3F, 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
+	}
+}
+
+// decodeWTF8 returns the code point (possibly a surrogate) at the start of s and its
+// width. Invalid bytes decode as U+FFFD of width 1; Values built by this package never
+// contain them.
+func decodeWTF8(s string) (rune, int) {
+	c := s[0]
+	switch {
+	case c < 0x80:
+		return rune(c), 1
+	case c&0xE0 == 0xC0 && len(s) >= 2:
+		return rune(c&0x1F)<<6 | rune(s[1]&0x3F), 2
+	case c&0xF0 == 0xE0 && len(s) >= 3:
+		return rune(c&0x0F)<<12 | rune(s[1]&0x3F)<<6 | rune(s[2]&0x3F), 3
+	case c&0xF8 == 0xF0 && len(s) >= 4:
+		return rune(c&0x07)<<18 | rune(s[1]&0x3F)<<12 | rune(s[2]&0x3F)<<6 | rune(s[3]&0x3F), 4
+	default:
+		return 0xFFFD, 1
+	}
+}
+
+// ToUTF16 returns the UTF-16 code units of a WTF-8 string.
+func ToUTF16(s string) []uint16 {
+	out := make([]uint16, 0, len(s))
+	for i := 0; i < len(s); {
+		r, n := decodeWTF8(s[i:])
+		i += n
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			out = append(out, uint16(r1), uint16(r2))
+		} else {
+			out = append(out, uint16(r))
+		}
+	}
+	return out
+}
+
+// FromGo converts a valid-UTF-8 Go string into a string Value's representation.
+// Invalid bytes are decoded the WHATWG way, as Node.js would.
+func FromGo(s string) string {
+	return FromUTF16(appendWHATWG(nil, []byte(s)))
+}

@@ -1,0 +1,401 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cairn-go/cairn/idempotency/internal/jmespath"
+	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+)
+
+// DisabledEnv is the environment variable that turns idempotency off (the callback runs
+// directly). It is read once, by New, with extended boolean parsing.
+const DisabledEnv = "POWERTOOLS_IDEMPOTENCY_DISABLED"
+
+// Defaults, as in the reference.
+const (
+	DefaultExpiresAfter      = time.Hour
+	DefaultMaxLocalCacheSize = 1000
+)
+
+// Options configure a Manager. The zero value is valid apart from the store.
+type Options struct {
+	// KeyPrefix starts every key (<prefix>#<digest>). Default: the trimmed
+	// AWS_LAMBDA_FUNCTION_NAME. Use one prefix per business operation sharing a store.
+	KeyPrefix string
+	// EventKeyJMESPath selects the part of the payload that identifies a request.
+	// Empty uses the whole payload. The Powertools functions powertools_json,
+	// powertools_base64 and powertools_base64_gzip are available.
+	EventKeyJMESPath string
+	// PayloadValidationJMESPath selects the part of the payload whose hash must match
+	// the stored record's; empty disables validation.
+	PayloadValidationJMESPath string
+	// ThrowOnNoKey rejects requests whose key selection is missing (null, undefined,
+	// or — as in the reference — any falsy value or object/array without a truthy
+	// member) with a *KeyError. Otherwise a null selection bypasses idempotency.
+	ThrowOnNoKey bool
+	// ExpiresAfter is the record lifetime; nil means DefaultExpiresAfter. Nonpositive
+	// values are rejected.
+	ExpiresAfter *time.Duration
+	// HashAlgorithm for keys and validation hashes; empty means MD5.
+	HashAlgorithm HashAlgorithm
+	// LocalCache keeps completed records in memory, so a replay costs no request.
+	LocalCache bool
+	// MaxLocalCacheSize bounds the local cache; 0 means DefaultMaxLocalCacheSize.
+	MaxLocalCacheSize int
+	// ResponseHook, when set, runs on every replayed (stored) response and may replace
+	// it. It never runs for a fresh execution.
+	ResponseHook func(ctx context.Context, response json.RawMessage, record Record) (json.RawMessage, error)
+	// Clock returns the current time; default time.Now.
+	Clock func() time.Time
+	// Logger receives warnings (no deadline, missing key); default slog.Default().
+	Logger *slog.Logger
+	// LookupEnv reads environment variables; default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Manager makes operations idempotent against a Store. It is safe for concurrent use;
+// create it once, outside the Lambda handler.
+type Manager struct {
+	store        Store
+	prefix       string
+	keyQuery     *jmespath.Expr
+	keyExpr      string
+	validation   *jmespath.Expr
+	throwOnNoKey bool
+	ttlSeconds   float64
+	alg          HashAlgorithm
+	cache        *lru
+	hook         func(context.Context, json.RawMessage, Record) (json.RawMessage, error)
+	clock        func() time.Time
+	log          *slog.Logger
+	disabled     bool
+}
+
+var (
+	truthyEnv = map[string]bool{"1": true, "y": true, "yes": true, "t": true, "true": true, "on": true}
+	falsyEnv  = map[string]bool{"0": true, "n": true, "no": true, "f": true, "false": true, "off": true}
+)
+
+// New validates opts and returns a Manager. It does not contact the store.
+func New(store Store, opts Options) (*Manager, error) {
+	if store == nil {
+		return nil, &OptionError{Field: "store", Value: nil, Reason: "a Store is required"}
+	}
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	m := &Manager{
+		store:        store,
+		throwOnNoKey: opts.ThrowOnNoKey,
+		alg:          opts.HashAlgorithm,
+		hook:         opts.ResponseHook,
+		clock:        opts.Clock,
+		log:          opts.Logger,
+		keyExpr:      opts.EventKeyJMESPath,
+	}
+	if m.alg == "" {
+		m.alg = MD5
+	}
+	if _, err := m.alg.newHash(); err != nil {
+		return nil, err
+	}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	m.prefix = strings.TrimSpace(opts.KeyPrefix)
+	if m.prefix == "" {
+		fn, _ := lookup("AWS_LAMBDA_FUNCTION_NAME")
+		m.prefix = strings.TrimSpace(fn)
+	}
+	ttl := DefaultExpiresAfter
+	if opts.ExpiresAfter != nil {
+		ttl = *opts.ExpiresAfter
+		if ttl <= 0 {
+			return nil, &OptionError{Field: "ExpiresAfter", Value: ttl, Reason: "must be positive"}
+		}
+	}
+	m.ttlSeconds = ttl.Seconds()
+	if opts.EventKeyJMESPath != "" {
+		q, err := jmespath.Compile(opts.EventKeyJMESPath)
+		if err != nil {
+			return nil, &OptionError{Field: "EventKeyJMESPath", Value: opts.EventKeyJMESPath, Reason: err.Error()}
+		}
+		m.keyQuery = q
+	}
+	if opts.PayloadValidationJMESPath != "" {
+		q, err := jmespath.Compile(opts.PayloadValidationJMESPath)
+		if err != nil {
+			return nil, &OptionError{Field: "PayloadValidationJMESPath", Value: opts.PayloadValidationJMESPath, Reason: err.Error()}
+		}
+		m.validation = q
+	}
+	switch {
+	case opts.MaxLocalCacheSize < 0:
+		return nil, &OptionError{Field: "MaxLocalCacheSize", Value: opts.MaxLocalCacheSize, Reason: "must not be negative"}
+	case opts.LocalCache:
+		size := opts.MaxLocalCacheSize
+		if size == 0 {
+			size = DefaultMaxLocalCacheSize
+		}
+		m.cache = newLRU(size)
+	}
+	if raw, ok := lookup(DisabledEnv); ok {
+		v := strings.ToLower(strings.TrimSpace(raw))
+		switch {
+		case truthyEnv[v]:
+			m.disabled = true
+		case falsyEnv[v]:
+		default:
+			return nil, &OptionError{Field: DisabledEnv, Value: raw, Reason: "must be a boolean"}
+		}
+	}
+	return m, nil
+}
+
+// ClearCache empties the local cache. Store records are untouched.
+func (m *Manager) ClearCache() { m.cache.clear() }
+
+// KeyPrefix returns the prefix in use.
+func (m *Manager) KeyPrefix() string { return m.prefix }
+
+// Key returns the idempotency key and validation hash the manager derives for payload,
+// without touching the store. ok is false when the request would bypass idempotency.
+func (m *Manager) Key(payload any) (key, validationHash string, ok bool, err error) {
+	val, err := toValue(payload)
+	if err != nil {
+		return "", "", false, err
+	}
+	return m.keys(val)
+}
+
+func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
+	sel := val
+	if m.keyQuery != nil {
+		var err error
+		sel, err = m.keyQuery.Search(val)
+		if err != nil {
+			return "", "", false, &KeyError{Query: m.keyExpr, Reason: "key expression failed", Err: err}
+		}
+		if !m.throwOnNoKey && (sel.Kind == jsvalue.Null || sel.Kind == jsvalue.Undefined) {
+			return "", "", false, nil
+		}
+	}
+	if missingKey(sel) {
+		if m.throwOnNoKey {
+			return "", "", false, &KeyError{Query: m.keyExpr, Reason: "no data found to create a hashed idempotency key"}
+		}
+		m.log.Warn("idempotency: no value found for idempotency key", "jmespath", m.keyExpr)
+	}
+	digest, err := hashValue(sel, m.alg)
+	if err != nil {
+		return "", "", false, &KeyError{Query: m.keyExpr, Reason: "cannot hash key selection", Err: err}
+	}
+	var vhash string
+	if m.validation != nil {
+		v, err := m.validation.Search(val)
+		if err != nil {
+			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "validation expression failed", Err: err}
+		}
+		if vhash, err = hashValue(v, m.alg); err != nil {
+			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "cannot hash validation selection", Err: err}
+		}
+	}
+	return m.prefix + "#" + digest, vhash, true, nil
+}
+
+// missingKey is the reference's isMissingIdempotencyKey.
+func missingKey(v jsvalue.Value) bool {
+	switch v.Kind {
+	case jsvalue.Array:
+		for _, e := range v.Arr {
+			if e.Truthy() {
+				return false
+			}
+		}
+		return true
+	case jsvalue.Object:
+		for _, e := range v.Obj.Values() {
+			if e.Truthy() {
+				return false
+			}
+		}
+		return true
+	default:
+		return !v.Truthy()
+	}
+}
+
+// Execute runs fn at most once per idempotency key derived from payload while the
+// record is valid: the first call acquires the key with a conditional write, runs fn
+// and stores its JSON-encoded result; later calls replay the stored result (decoded
+// into T) without running fn. A concurrent call gets an *AlreadyInProgressError. A
+// business error deletes the in-progress record so the request can be retried.
+//
+// The key is computed before fn runs, so fn mutating the payload changes nothing.
+// The context deadline sets the execution lease.
+func Execute[T any](ctx context.Context, m *Manager, payload any, fn func(context.Context) (T, error)) (T, error) {
+	if m.disabled {
+		return fn(ctx)
+	}
+	var zero T
+	val, err := toValue(payload)
+	if err != nil {
+		return zero, err
+	}
+	key, vhash, ok, err := m.keys(val)
+	if err != nil {
+		return zero, err
+	}
+	if !ok {
+		return fn(ctx)
+	}
+	for attempt := 0; ; attempt++ {
+		out, err := attemptOnce(ctx, m, key, vhash, fn)
+		if err != nil && errors.Is(err, ErrInconsistentState) && attempt < MaxRetries {
+			continue
+		}
+		return out, err
+	}
+}
+
+// WrapHandler makes a typed Lambda handler idempotent, using the whole event as the
+// payload. The result has the shape lambda.Start accepts.
+func WrapHandler[In, Out any](m *Manager, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, event In) (Out, error) {
+		return Execute(ctx, m, event, func(ctx context.Context) (Out, error) { return h(ctx, event) })
+	}
+}
+
+// expiry is the reference's Math.round(Date.now()/1000 + expiresAfterSeconds).
+func (m *Manager) expiry(now time.Time) int64 {
+	return int64(math.Floor(float64(now.UnixMilli())/1000 + m.ttlSeconds + 0.5))
+}
+
+func attemptOnce[T any](ctx context.Context, m *Manager, key, vhash string, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	now := m.clock()
+	rec := Record{Key: key, Status: StatusInProgress, ExpiresAt: m.expiry(now), ValidationHash: vhash}
+	if deadline, ok := ctx.Deadline(); ok {
+		rec.InProgressExpiresAt = deadline.UnixMilli()
+	} else {
+		m.log.Warn("idempotency: context has no deadline; the record expiry bounds recovery from a crashed execution", "key", key)
+	}
+	if cached, ok := m.cache.get(key, now); ok {
+		return replay[T](ctx, m, &cached, vhash, now)
+	}
+	err := m.store.PutInProgress(ctx, rec, now)
+	if err != nil {
+		var exists *ItemAlreadyExistsError
+		if !errors.As(err, &exists) {
+			return zero, &PersistenceError{Op: "save in progress", Key: key, Err: err}
+		}
+		existing := exists.Existing
+		if existing == nil {
+			got, gerr := m.store.Get(ctx, key)
+			if errors.Is(gerr, ErrItemNotFound) {
+				return zero, &InconsistentStateError{Key: key, Reason: "record disappeared after a conflicting write"}
+			}
+			if gerr != nil {
+				return zero, &PersistenceError{Op: "get", Key: key, Err: gerr}
+			}
+			existing = &got
+		}
+		return replay[T](ctx, m, existing, vhash, m.clock())
+	}
+	return run(ctx, m, key, vhash, fn)
+}
+
+// replay validates an existing record and returns its stored response, as the
+// reference's processExistingRecord and determineResultFromIdempotencyRecord do.
+func replay[T any](ctx context.Context, m *Manager, existing *Record, vhash string, now time.Time) (T, error) {
+	var zero T
+	if vhash != "" && existing.ValidationHash != vhash {
+		return zero, &ValidationError{Key: existing.Key, Existing: existing}
+	}
+	m.cache.add(*existing)
+	status, err := existing.EffectiveStatus(now)
+	if err != nil {
+		return zero, err
+	}
+	switch status {
+	case StatusExpired:
+		return zero, &InconsistentStateError{Key: existing.Key, Reason: "item has expired during processing and may no longer be valid"}
+	case StatusInProgress:
+		// The reference compares the lease with getUTCMilliseconds(); cairn compares
+		// full Unix milliseconds.
+		if existing.InProgressExpiresAt != 0 && existing.InProgressExpiresAt < now.UnixMilli() {
+			return zero, &InconsistentStateError{Key: existing.Key, Reason: "item is in progress but its lease has expired"}
+		}
+		return zero, &AlreadyInProgressError{Key: existing.Key, Existing: existing}
+	}
+	data := existing.Data
+	if m.hook != nil {
+		data, err = m.hook(ctx, append(json.RawMessage(nil), data...), *existing)
+		if err != nil {
+			return zero, err
+		}
+	}
+	var out T
+	if len(data) == 0 {
+		return out, nil
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return zero, &UnsupportedValueError{Reason: fmt.Sprintf("stored response for %s does not decode into %T", existing.Key, out), Err: err}
+	}
+	return out, nil
+}
+
+// run executes fn under an acquired key and records the outcome.
+func run[T any](ctx context.Context, m *Manager, key, vhash string, fn func(context.Context) (T, error)) (out T, err error) {
+	var zero T
+	completed := false
+	defer func() {
+		if completed {
+			return
+		}
+		if p := recover(); p != nil {
+			// Best effort: free the key so a retry can run, then re-panic unchanged.
+			_ = m.store.Delete(ctx, key)
+			m.cache.remove(key)
+			panic(p)
+		}
+	}()
+	out, err = fn(ctx)
+	completed = true
+	if err != nil {
+		return zero, m.cleanup(ctx, key, err)
+	}
+	data, merr := json.Marshal(out)
+	if merr != nil {
+		return zero, m.cleanup(ctx, key, &UnsupportedValueError{Reason: "response is not representable as JSON", Err: merr})
+	}
+	now := m.clock()
+	rec := Record{Key: key, Status: StatusCompleted, ExpiresAt: m.expiry(now), Data: data, ValidationHash: vhash}
+	if err := m.store.Complete(ctx, rec, now); err != nil {
+		return zero, &PersistenceError{Op: "update success", Key: key, Err: err}
+	}
+	m.cache.add(rec)
+	return out, nil
+}
+
+// cleanup deletes the in-progress record after a failed execution; a failed delete is
+// joined to the original error so neither is lost.
+func (m *Manager) cleanup(ctx context.Context, key string, cause error) error {
+	m.cache.remove(key)
+	if derr := m.store.Delete(ctx, key); derr != nil {
+		return errors.Join(cause, &PersistenceError{Op: "delete", Key: key, Err: derr})
+	}
+	return cause
+}
