@@ -113,16 +113,16 @@ func (a *acker) loop(ctx context.Context) {
 				timer.Reset(a.c.cfg.flushInterval)
 			}
 		case <-a.kick:
-			a.flush(ctx, false)
+			a.flush(ctx, false, false)
 		case <-timer.C:
 			armed = false
-			a.flush(ctx, true)
+			a.flush(ctx, true, false)
 		case <-ticker.C():
 			a.heartbeat(ctx)
 		case <-a.done:
 			timer.Stop()
 			fctx, cancel := context.WithTimeout(ctx, finalFlushTimeout)
-			a.flush(fctx, true)
+			a.flush(fctx, true, true)
 			a.inflight.Wait()
 			cancel()
 			return
@@ -131,7 +131,7 @@ func (a *acker) loop(ctx context.Context) {
 }
 
 // flush sends full batches, and with partial also the remainder.
-func (a *acker) flush(ctx context.Context, partial bool) {
+func (a *acker) flush(ctx context.Context, partial, final bool) {
 	for {
 		a.mu.Lock()
 		nd, nv := len(a.deletes), len(a.changes)
@@ -156,10 +156,30 @@ func (a *acker) flush(ctx context.Context, partial bool) {
 			a.sendVisibility(ctx, vis)
 		}
 		if len(del) > 0 {
-			a.flights <- struct{}{}
+			if final {
+				a.flights <- struct{}{}
+			} else {
+				select {
+				case a.flights <- struct{}{}:
+				default:
+					// Every delete flight is busy: keep the entries and
+					// leave the loop free for the heartbeat; a finishing
+					// flight kicks the loop again.
+					a.mu.Lock()
+					a.deletes = append(del, a.deletes...)
+					a.mu.Unlock()
+					return
+				}
+			}
 			a.inflight.Add(1)
 			go func() {
-				defer func() { <-a.flights; a.inflight.Done(); a.c.slots.release(len(del)) }()
+				defer func() {
+					<-a.flights
+					a.inflight.Done()
+					a.c.slots.release(len(del))
+					a.poke(batchMax)
+					a.poke(1)
+				}()
 				a.sendDeletes(ctx, del)
 			}()
 		}
