@@ -1,6 +1,7 @@
 // Command cairn is the cairn toolkit's command line: `cairn demo` runs a durable
-// order-fulfilment workflow on the embedded World, `cairn inspect` shows runs, steps, events, hooks and streams of a World,
-// `cairn version` prints the version.
+// order-fulfilment workflow on the embedded World, `cairn dev` serves it with a
+// web UI, `cairn inspect` shows the runs, steps, events, hooks and streams of a
+// World, `cairn version` prints the version.
 package main
 
 import (
@@ -23,7 +24,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: cairn <demo|inspect|version>")
+		fmt.Fprintln(stderr, "usage: cairn <demo|dev|inspect|version>")
 		return 2
 	}
 	switch args[0] {
@@ -33,12 +34,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "dev":
+		return dev(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return inspect(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "cairn", version)
 		return 0
 	}
-	fmt.Fprintf(stderr, "cairn: unknown command %q\nusage: cairn <demo|inspect|version>\n", args[0])
+	fmt.Fprintf(stderr, "cairn: unknown command %q\nusage: cairn <demo|dev|inspect|version>\n", args[0])
 	return 2
 }
