@@ -66,7 +66,7 @@ func newEnv(t *testing.T, mut func(e *env, c *awsworld.Config)) *env {
 	testenv.DeleteTableOnCleanup(t, db, table)
 	url, arn := testenv.CreateQueue(t, sq, testenv.UniqueName(t, "q"), false)
 	e := &env{db: db, sqs: sq, url: url, arn: arn, clock: &clock{}, queueByARN: map[string]string{arn: url}}
-	e.sched = schedulertest.New(sq, time.Now(), func(a string) (string, error) {
+	e.sched = schedulertest.New(sq, e.clock.Now, func(a string) (string, error) {
 		if u, ok := e.queueByARN[a]; ok {
 			return u, nil
 		}
@@ -93,7 +93,7 @@ func newEnv(t *testing.T, mut func(e *env, c *awsworld.Config)) *env {
 func (e *env) advance(t *testing.T, d time.Duration) {
 	t.Helper()
 	e.clock.Advance(d)
-	if err := e.sched.Advance(context.Background(), d); err != nil {
+	if err := e.sched.RunDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -350,7 +350,7 @@ func (r *stepRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery)
 		return err
 	}
 	r.mu.Lock()
-	r.order = append(r.order, d.Input.RunID+":"+string(d.Input.Kind))
+	r.order = append(r.order, d.Input.RunID+":"+string(d.Input.Kind)+":"+d.Input.Trace["i"])
 	r.mu.Unlock()
 	wake := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: run.RunID}
 	switch d.Input.Kind {
@@ -603,6 +603,20 @@ func TestFIFOOrderPerRun(t *testing.T) {
 		}
 	}
 	drain(t, e, awsworld.Queue(e.w, worlds.Runners(r)), map[string]string{fifoARN: fifoURL}, runDone(t, e.w, "f1", "f2"))
+	r.mu.Lock()
+	seen := map[string][]string{}
+	for _, o := range r.order {
+		parts := strings.Split(o, ":")
+		if parts[2] != "" {
+			seen[parts[0]] = append(seen[parts[0]], parts[2])
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range []string{"f1", "f2"} {
+		if strings.Join(seen[id], ",") != "0,1,2" {
+			t.Fatalf("run %s saw its deliveries in order %v, want 0,1,2", id, seen[id])
+		}
+	}
 	// A delayed FIFO delivery goes through Scheduler into the run's group.
 	mustAppend(t, e.w, "f3", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
 	if _, err := e.w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "f3"}, worlds.QueueOptions{DueAt: e.clock.Now().Add(10 * time.Second)}); err != nil {

@@ -43,15 +43,17 @@ type Server struct {
 	// URLForARN maps a target queue ARN to its URL.
 	urlForARN func(arn string) (string, error)
 
+	now func() time.Time
+
 	mu        sync.Mutex
-	now       time.Time
 	schedules map[string]*Schedule // group/name
 	delivered []Schedule
 }
 
-// New starts the fake. now is the initial time of its clock; urlForARN resolves
-// target ARNs to queue URLs for sqs. Close it with t.Cleanup(s.Close).
-func New(sqsClient Sender, now time.Time, urlForARN func(arn string) (string, error)) *Server {
+// New starts the fake. now is its clock, normally the one the World under test
+// uses; urlForARN resolves target ARNs to queue URLs for sqs. Close it with
+// t.Cleanup(s.Close).
+func New(sqsClient Sender, now func() time.Time, urlForARN func(arn string) (string, error)) *Server {
 	s := &Server{sqs: sqsClient, urlForARN: urlForARN, now: now, schedules: map[string]*Schedule{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -66,13 +68,6 @@ func (s *Server) Close() { s.srv.Close() }
 // Client returns a Scheduler SDK client pointed at the fake.
 func (s *Server) Client(cfg aws.Config) *scheduler.Client {
 	return scheduler.NewFromConfig(cfg, func(o *scheduler.Options) { o.BaseEndpoint = aws.String(s.srv.URL) })
-}
-
-// Now returns the fake's clock.
-func (s *Server) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now
 }
 
 // Schedules returns the pending schedules.
@@ -93,12 +88,11 @@ func (s *Server) Delivered() []Schedule {
 	return append([]Schedule(nil), s.delivered...)
 }
 
-// Advance moves the clock forward by d and delivers every schedule now due, in
-// due order, sending its input to the target queue. It returns the first send error.
-func (s *Server) Advance(ctx context.Context, d time.Duration) error {
+// RunDue delivers every schedule due by the clock, in due order, sending its input
+// to the target queue, as Scheduler would. It returns the first send error.
+func (s *Server) RunDue(ctx context.Context) error {
+	now := s.now()
 	s.mu.Lock()
-	s.now = s.now.Add(d)
-	now := s.now
 	var due []*Schedule
 	for k, sc := range s.schedules {
 		if !sc.At.After(now) {
