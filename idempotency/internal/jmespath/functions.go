@@ -43,9 +43,13 @@ func init() {
 		"sum": {specs: [][]string{{"array-number"}}, call: func(a []arg) (jsvalue.Value, error) {
 			return jsvalue.Num(sum(a[0].v.Arr)), nil
 		}},
-		"contains":    {specs: [][]string{{"array", "string"}, {"any"}}, call: fnContains},
-		"ends_with":   {specs: [][]string{{"string"}, {"string"}}, call: func(a []arg) (jsvalue.Value, error) { return jsvalue.BoolOf(strings.HasSuffix(a[0].v.S, a[1].v.S)), nil }},
-		"starts_with": {specs: [][]string{{"string"}, {"string"}}, call: func(a []arg) (jsvalue.Value, error) { return jsvalue.BoolOf(strings.HasPrefix(a[0].v.S, a[1].v.S)), nil }},
+		"contains": {specs: [][]string{{"array", "string"}, {"any"}}, call: fnContains},
+		"ends_with": {specs: [][]string{{"string"}, {"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+			return jsvalue.BoolOf(strings.HasSuffix(a[0].v.S, a[1].v.S)), nil
+		}},
+		"starts_with": {specs: [][]string{{"string"}, {"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+			return jsvalue.BoolOf(strings.HasPrefix(a[0].v.S, a[1].v.S)), nil
+		}},
 		"join": {specs: [][]string{{"string"}, {"array-string"}}, call: func(a []arg) (jsvalue.Value, error) {
 			parts := make([]string, len(a[1].v.Arr))
 			for i, e := range a[1].v.Arr {

@@ -44,7 +44,7 @@ type parser struct {
 	pos  int
 }
 
-func (p *parser) cur() token          { return p.toks[p.pos] }
+func (p *parser) cur() token { return p.toks[p.pos] }
 func (p *parser) lookahead(n int) tokType {
 	if p.pos+n < len(p.toks) {
 		return p.toks[p.pos+n].typ
