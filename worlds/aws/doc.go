@@ -1,0 +1,12 @@
+// Package awsworld is cairn's AWS World: it stores workflow runs in one DynamoDB
+// table, delivers work through SQS, and uses EventBridge Scheduler for deliveries
+// due more than 15 minutes ahead. Any number of Lambda functions or processes can
+// share one table: every append is one TransactWriteItems that commits only if the
+// run's event count is unchanged since it was read (validated with worlds.Plan, the
+// same state machine every World uses), so concurrent writers never lose or
+// reorder events. [Queue] is the SQS Lambda handler that executes deliveries;
+// [HTTP] serves the RPC and webhook endpoints for a Function URL; [CreateTable]
+// creates the table for tests and DynamoDB Local, and worlds/aws/terraform
+// provisions everything for production. See README.md for the table layout, IAM
+// and limits.
+package awsworld
