@@ -1,0 +1,78 @@
+package consumer_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-go/cairn/messaging/consumer"
+	"github.com/cairn-go/cairn/messaging/messagingtest"
+	"github.com/cairn-go/cairn/messaging/middleware"
+	"github.com/cairn-go/cairn/messaging/router"
+)
+
+// Extensions stop at the 12 h SQS limit counted from receipt: a long
+// visibility timeout is extended only by what is left, never by a full
+// timeout the service would reject.
+func TestHeartbeatCappedAt12h(t *testing.T) {
+	t.Parallel()
+	clk := messagingtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	fake := messagingtest.NewSQS()
+	fake.SetNow(clk.Now)
+	url, _ := fake.AddQueue("long")
+	sendN(t, fake, url, 1, nil)
+	release := make(chan struct{})
+	var started atomic.Int64
+	r := newRoute(t, "long", func(context.Context, middleware.Message) error {
+		started.Add(1)
+		<-release
+		return nil
+	}, router.WithVisibilityTimeout(6*3600), router.WithExtensionLimit(5))
+	c, err := consumer.New(fake, r, consumer.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	waitFor(t, func() bool { return started.Load() == 1 && clk.Tickers() > 0 })
+	// 6 h timeout, extended with 2 h left: at 4 h for 6 h (to 10 h), then at
+	// 8 h only the 4 h left until the 12 h limit.
+	for i, step := range []time.Duration{4*time.Hour + time.Second, 4 * time.Hour} {
+		before := fake.Calls("ChangeMessageVisibilityBatch")
+		clk.Advance(step)
+		waitFor(t, func() bool { return fake.Calls("ChangeMessageVisibilityBatch") > before })
+		d, _ := fake.VisibleIn(url, "m0000")
+		if want := []time.Duration{6 * time.Hour, 4*time.Hour - 2*time.Second}[i]; d < want-time.Second || d > want+time.Second {
+			t.Fatalf("extension %d: visible in %s, want ~%s", i+1, d, want)
+		}
+	}
+	if n := fake.VisibilityRejections(); n != 0 {
+		t.Fatalf("%d extensions past 12 h", n)
+	}
+	close(release)
+	waitFor(t, func() bool { return fake.Len(url) == 0 })
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzQueueURLFromARN(f *testing.F) {
+	f.Add("arn:aws:sqs:us-east-1:000000000000:orders.fifo")
+	f.Add("arn:aws-cn:sqs:cn-north-1:1:q")
+	f.Add("arn:aws:sns:us-east-1:1:t")
+	f.Add(":::::")
+	f.Fuzz(func(t *testing.T, arn string) {
+		url, err := consumer.QueueURLFromARN(arn)
+		if err != nil {
+			return
+		}
+		p := strings.Split(arn, ":")
+		if !strings.HasPrefix(url, "https://sqs."+p[3]+".") || !strings.HasSuffix(url, "/"+p[4]+"/"+p[5]) {
+			t.Fatalf("%q -> %q", arn, url)
+		}
+	})
+}
