@@ -357,6 +357,7 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 				delete(blocked, d.groupKey)
 			}
 		}
+		key := d.groupKey // d is recycled once outcome finishes it
 		err := c.handler(ctx, d)
 		if d.backoffSet {
 			if cl, _ := merrors.Classify(err); cl != merrors.FatalClass {
@@ -365,7 +366,7 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 		}
 		kept, timeout := c.outcome(ctx, d, err)
 		if kept && blocked != nil {
-			blocked[d.groupKey] = blockMark{seq: c.seq.Load(), timeout: timeout}
+			blocked[key] = blockMark{seq: c.seq.Load(), timeout: timeout}
 		}
 	}
 }
