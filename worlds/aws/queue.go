@@ -2,6 +2,8 @@ package awsworld
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +44,20 @@ type record struct {
 	due   string // the stored due_at, for the delete condition
 }
 
-var idPattern = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,` + fmt.Sprint(64-len(SchedulePrefix)) + `}$`)
+var scheduleSafe = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,` + fmt.Sprint(64-len(SchedulePrefix)) + `}$`)
+
+// maxIDLength bounds delivery IDs, which are part of a DynamoDB key.
+const maxIDLength = 1024
+
+// scheduleName is go-workflow-<id>, or go-workflow-<hash of id> when the ID does
+// not fit Scheduler's 64 characters of [0-9A-Za-z_.-].
+func scheduleName(id string) string {
+	if scheduleSafe.MatchString(id) {
+		return SchedulePrefix + id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return SchedulePrefix + hex.EncodeToString(sum[:])[:64-len(SchedulePrefix)]
+}
 
 func (w *World) queueFor(workflow string) queueRef {
 	if name, ok := w.cfg.Routes.Queue(workflow); ok {
@@ -62,8 +77,8 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	if id == "" {
 		id = w.newID()
 	}
-	if !idPattern.MatchString(id) {
-		return "", &worlds.ArgumentError{Field: "QueueOptions.ID", Value: id, Reason: fmt.Sprintf("must be 1 to %d of [0-9A-Za-z_.-]", 64-len(SchedulePrefix))}
+	if len(id) > maxIDLength {
+		return "", &worlds.ArgumentError{Field: "QueueOptions.ID", Value: id[:64] + "...", Reason: fmt.Sprintf("longer than %d bytes", maxIDLength)}
 	}
 	now := w.now()
 	due := opts.DueAt
@@ -162,7 +177,7 @@ func (w *World) schedule(ctx context.Context, id string, q queueRef, runID strin
 	// at() has one-second resolution; rounding up never delivers early.
 	at := due.UTC().Add(time.Second - 1).Truncate(time.Second)
 	in := &scheduler.CreateScheduleInput{
-		Name:                       aws.String(SchedulePrefix + id),
+		Name:                       aws.String(scheduleName(id)),
 		GroupName:                  aws.String(group),
 		ScheduleExpression:         aws.String("at(" + at.Format("2006-01-02T15:04:05") + ")"),
 		ScheduleExpressionTimezone: aws.String("UTC"),
