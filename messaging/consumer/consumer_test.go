@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,4 +115,32 @@ func TestBatchedAcknowledgement(t *testing.T) {
 	}
 }
 
-var _ = sync.Mutex{}
+// failingReceive fails the first ReceiveMessage calls.
+type failingReceive struct {
+	*messagingtest.SQS
+	failures atomic.Int64
+}
+
+func (f *failingReceive) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	if f.failures.Add(-1) >= 0 {
+		return nil, errors.New("throttled")
+	}
+	return f.SQS.ReceiveMessage(ctx, in, opts...)
+}
+
+func TestReceiveErrorsAreRetried(t *testing.T) {
+	t.Parallel()
+	fake := &failingReceive{SQS: messagingtest.NewSQS()}
+	fake.failures.Store(3)
+	url, _ := fake.AddQueue("flaky-receive")
+	if _, err := fake.Send(url, "x", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	var handled atomic.Int64
+	c, err := consumer.New(fake, newRoute(t, "flaky-receive", func(context.Context, middleware.Message) error { handled.Add(1); return nil }),
+		consumer.WithRetryTimeout(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, c, func() bool { return handled.Load() == 1 && fake.Len(url) == 0 })
+}

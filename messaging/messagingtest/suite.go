@@ -3,6 +3,7 @@ package messagingtest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-go/cairn/messaging/broker"
 	"github.com/cairn-go/cairn/messaging/consumer"
 	"github.com/cairn-go/cairn/messaging/middleware"
 	"github.com/cairn-go/cairn/messaging/router"
@@ -30,14 +32,44 @@ type Harness struct {
 }
 
 // RunConsumerSuite is the conformance suite every SQS implementation must
-// pass with the consumer: delivery and deletion, per-group order through a
-// failure, redelivery of failures, and deletion of finished messages on
-// shutdown.
+// pass with the consumer and broker: delivery and deletion, per-group order
+// through a failure, redelivery of failures, deletion of finished messages on
+// shutdown, and a broker running standard and FIFO routes together.
 func RunConsumerSuite(t *testing.T, h Harness) {
 	t.Run("DeliversAndDeletes", func(t *testing.T) { t.Parallel(); suiteDelivers(t, h) })
 	t.Run("FIFOOrderThroughFailure", func(t *testing.T) { t.Parallel(); suiteFIFO(t, h) })
 	t.Run("RetriesFailure", func(t *testing.T) { t.Parallel(); suiteRetry(t, h) })
 	t.Run("ShutdownFlushes", func(t *testing.T) { t.Parallel(); suiteShutdown(t, h) })
+	t.Run("BrokerRunsEveryRoute", func(t *testing.T) { t.Parallel(); suiteBroker(t, h) })
+}
+
+func suiteBroker(t *testing.T, h Harness) {
+	std, fifo := h.NewQueue(t, false), h.NewQueue(t, true)
+	send(t, h, std, "std-1", "")
+	send(t, h, fifo, "fifo-1", "g")
+	var rec recorder
+	handler := func(_ context.Context, m middleware.Message) error { rec.add(string(m.Body())); return nil }
+	b, err := broker.New(h.Client, []*router.Route{route(t, std, handler), route(t, fifo, handler, router.WithRunMode(router.PerGroupID))},
+		broker.WithLogger(slog.New(slog.DiscardHandler)), broker.WithShutdownTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- b.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for rec.len() < 2 || h.Len(t, std)+h.Len(t, fifo) != 0 {
+		if time.Now().After(deadline) {
+			cancel()
+			<-errc
+			t.Fatalf("broker handled %v", rec.list())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
 }
 
 func send(t *testing.T, h Harness, url, body, group string) {
