@@ -181,4 +181,21 @@ func TestDevUIInChromium(t *testing.T) {
 	if err != nil || rows != 1 {
 		t.Fatalf("run list shows %d runs (%v), want 1", rows, err)
 	}
+
+	step("re-run the order from its page, then cancel the new run while it waits",
+		chromedp.Click(css(`#runs tr.row a`)),
+		chromedp.WaitVisible(css(`#run-status [data-status="completed"]`)),
+		chromedp.Click(css(`#rerun`)),
+		chromedp.WaitVisible(css(`#run-status [data-status="running"]`)),
+		chromedp.WaitVisible(css(hook+` button.resume`)),
+		chromedp.Click(css(`#cancel`)),
+		chromedp.WaitVisible(css(`#run-status [data-status="cancelled"]`)),
+		shot("05-rerun-cancelled.png"),
+		chromedp.Navigate(d.url+"/#/"),
+		chromedp.WaitVisible(css(`#runs tr.row .badge[data-status="cancelled"]`)),
+	)
+	rows, err = chromedp.Run(browser, chromedp.Evaluate[int](`document.querySelectorAll("#runs tr.row").length`))
+	if err != nil || rows != 2 {
+		t.Fatalf("run list shows %d runs (%v) after the re-run, want 2", rows, err)
+	}
 }
