@@ -17,7 +17,13 @@ import (
 	"github.com/cairn-go/cairn/messaging/router"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The emulator test leaves the SDK's idle keep-alive connections behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
 
 func TestNewNoRoutes(t *testing.T) {
 	t.Parallel()
