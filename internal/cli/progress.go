@@ -6,20 +6,15 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"golang.org/x/term"
 )
 
-// IsTerminal reports whether w is a character device such as a terminal. Files,
-// pipes and buffers are not.
+// IsTerminal reports whether w is a terminal. Files, pipes, /dev/null and
+// buffers are not.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok || f == nil {
-		return false
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	return st.Mode()&os.ModeCharDevice != 0
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }
 
 // Progress shows one status line that rewrites itself in place. It writes only

@@ -25,6 +25,14 @@ func TestProgressSilentWhenNotTerminal(t *testing.T) {
 	if IsTerminal(f) {
 		t.Fatal("a regular file is not a terminal")
 	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if IsTerminal(null) || NewProgress(null).Enabled() {
+		t.Fatal("/dev/null is a character device but not a terminal")
+	}
 }
 
 func TestProgressRewritesLine(t *testing.T) {
