@@ -192,6 +192,9 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	if !f.CreatedBefore.IsZero() {
 		q.before = sortTime(f.CreatedBefore) + "#"
 	}
+	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
+		return worlds.Page[worlds.Run]{Items: []worlds.Run{}}, nil // an empty interval
+	}
 	keys, cursor, err := w.queryIndex(ctx, q, limit, f.Cursor)
 	if err != nil {
 		return worlds.Page[worlds.Run]{}, err
