@@ -282,6 +282,7 @@ func (a *acker) heartbeat(ctx context.Context) {
 		}
 		b.extensions++
 		b.visibleUntil = now.Add(time.Duration(secs) * time.Second)
+		b.lapse.Store(b.visibleUntil.UnixNano())
 	}
 	c.mu.Unlock()
 	for len(due) > 0 {

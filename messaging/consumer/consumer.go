@@ -243,6 +243,7 @@ func (c *Consumer) track(msgs []types.Message) *batch {
 	b := c.batchPool.Get().(*batch)
 	now := c.cfg.clock.Now()
 	b.receivedAt, b.visibleUntil = now, now.Add(c.vis)
+	b.lapse.Store(b.visibleUntil.UnixNano())
 	b.extensions, b.pending = 0, len(msgs)
 	b.seq = c.seq.Add(1)
 	for i := range msgs {
@@ -356,6 +357,15 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 				}
 				delete(blocked, d.groupKey)
 			}
+		}
+		if c.cfg.clock.Now().UnixNano() >= d.b.lapse.Load() {
+			// Its visibility lapsed while it waited (extension limit
+			// reached): SQS may already have handed it to another consumer,
+			// so running it here would only duplicate work.
+			c.cfg.log.Warn("visibility lapsed before a worker was free; skipped for redelivery",
+				slog.String("route", c.name), slog.String("message_id", d.ID()))
+			c.finish(d)
+			continue
 		}
 		key := d.groupKey // d is recycled once outcome finishes it
 		err := c.handler(ctx, d)

@@ -2,7 +2,9 @@ package consumer_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,4 +77,57 @@ func FuzzQueueURLFromARN(f *testing.F) {
 			t.Fatalf("%q -> %q", arn, url)
 		}
 	})
+}
+
+// A message whose visibility lapsed while it waited for a worker is not run
+// on the stale delivery: SQS redelivers it (receive count 2) and only that
+// delivery runs, so the handler never runs it twice.
+func TestLapsedMessageNotRun(t *testing.T) {
+	t.Parallel()
+	clk := messagingtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	fake := messagingtest.NewSQS()
+	fake.SetNow(clk.Now)
+	url, _ := fake.AddQueue("lapse")
+	sendN(t, fake, url, 2, nil)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var runs []string
+	r := newRoute(t, "lapse", func(_ context.Context, m middleware.Message) error {
+		mu.Lock()
+		first := len(runs) == 0
+		runs = append(runs, fmt.Sprint(string(m.Body()), "@", m.ReceiveCount()))
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return nil
+	}, router.WithWorkerPoolSize(1), router.WithExtensionLimit(0))
+	c, err := consumer.New(fake, r, consumer.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == 1 })
+	clk.Advance(31 * time.Second) // both timeouts lapse; no extensions allowed
+	close(release)
+	waitFor(t, func() bool { return fake.Len(url) == 0 })
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// m0000 lapsed while running, so its redelivery may run it again; m0001
+	// lapsed while waiting and must run once, on its redelivery.
+	var waiting []string
+	for _, r := range runs {
+		if strings.HasPrefix(r, "m0001") {
+			waiting = append(waiting, r)
+		}
+	}
+	if len(waiting) != 1 || waiting[0] != "m0001@2" {
+		t.Fatalf("runs %v: the waiting message must run only on its redelivery", runs)
+	}
 }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -74,8 +75,11 @@ type batch struct {
 	items        []delivery
 	receivedAt   time.Time
 	visibleUntil time.Time
-	extensions   int
-	pending      int
-	seq          uint64
-	prev, next   *batch
+	// lapse mirrors visibleUntil (unix nanoseconds) for workers, which read
+	// it without the consumer lock.
+	lapse      atomic.Int64
+	extensions int
+	pending    int
+	seq        uint64
+	prev, next *batch
 }
