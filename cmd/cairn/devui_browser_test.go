@@ -149,6 +149,12 @@ func TestDevUIInChromium(t *testing.T) {
 		chromedp.WaitVisible(css(`.stream[data-stream="progress"] pre`)),
 		shot("02-run-waiting-for-hook.png"),
 	)
+	if text := read("read the retried attempt", chromedp.TextContent(css(`.step .attempt-error`))); !strings.Contains(text, "attempt 1 failed, retried") || !strings.Contains(text, "card processor timed out") {
+		t.Fatalf("timeline shows the retried attempt as %q", text)
+	}
+	if text := read("read the durable timer", chromedp.TextContent(css(`.step.wait`))); !strings.Contains(text, "sleep") {
+		t.Fatalf("timeline shows the sleep as %q", text)
+	}
 	if text := read("read the live stream", chromedp.TextContent(css(`.stream[data-stream="progress"] pre`))); !strings.Contains(text, "reserved 3 items") {
 		t.Fatalf("live stream shows %q", text)
 	}

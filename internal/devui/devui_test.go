@@ -111,6 +111,11 @@ type runView struct {
 	Hooks    []worlds.Hook       `json:"hooks"`
 	Streams  []worlds.StreamInfo `json:"streams"`
 	Runnable bool                `json:"runnable"`
+	Attempts map[string][]struct {
+		Attempt int
+		Outcome string
+		EndedAt *time.Time
+	} `json:"attempts"`
 }
 
 func (e *env) waitFor(t *testing.T, runID string, cond func(runView) bool) runView {
@@ -148,6 +153,9 @@ func TestStartResumeComplete(t *testing.T) {
 	v := e.waitFor(t, id, activeHook)
 	if !v.Runnable || len(v.Steps) != 1 || v.Steps[0].StepName != "greet" || v.Steps[0].Status != worlds.StepCompleted {
 		t.Fatalf("view before resume: %+v", v)
+	}
+	if a := v.Attempts[v.Steps[0].StepID]; len(a) != 1 || a[0].Attempt != 1 || a[0].Outcome != "completed" || a[0].EndedAt == nil {
+		t.Fatalf("attempts of the greet step: %+v", a)
 	}
 	if v.Hooks[0].Token != "approve-ada" {
 		t.Fatalf("hook token %q", v.Hooks[0].Token)

@@ -219,8 +219,62 @@ type runView struct {
 	Steps   []worlds.Step       `json:"steps"`
 	Hooks   []worlds.Hook       `json:"hooks"`
 	Streams []worlds.StreamInfo `json:"streams"`
+	// Attempts lists each step's attempts by step ID, read from the log, so the
+	// timeline shows the errors of attempts that were retried.
+	Attempts map[string][]attempt `json:"attempts"`
+	// Waits are the run's durable timers, read from the log.
+	Waits []wait `json:"waits"`
 	// Runnable reports that this server has a runner for the run's workflow, so re-run works.
 	Runnable bool `json:"runnable"`
+}
+
+// attempt is one attempt of a step.
+type attempt struct {
+	Attempt   int               `json:"attempt"`
+	StartedAt time.Time         `json:"startedAt"`
+	EndedAt   *time.Time        `json:"endedAt,omitempty"`
+	Outcome   string            `json:"outcome"` // running, completed, retrying or failed
+	Error     *worlds.ErrorInfo `json:"error,omitempty"`
+}
+
+// wait is one durable timer of a run.
+type wait struct {
+	WaitID      string     `json:"waitId"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ResumeAt    time.Time  `json:"resumeAt"`
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+}
+
+// history derives step attempts and waits from a run's log.
+func history(events []worlds.Event) (map[string][]attempt, []wait) {
+	attempts := map[string][]attempt{}
+	waits := []wait{}
+	waitIdx := map[string]int{}
+	for _, ev := range events {
+		at := ev.CreatedAt
+		switch ev.Type {
+		case worlds.EventStepStarted:
+			attempts[ev.CorrelationID] = append(attempts[ev.CorrelationID], attempt{Attempt: ev.Attempt, StartedAt: at, Outcome: "running"})
+		case worlds.EventStepCompleted, worlds.EventStepRetrying, worlds.EventStepFailed:
+			list := attempts[ev.CorrelationID]
+			if len(list) == 0 {
+				continue
+			}
+			last := &list[len(list)-1]
+			last.EndedAt, last.Error = &at, ev.Error
+			last.Outcome = map[worlds.EventType]string{worlds.EventStepCompleted: "completed", worlds.EventStepRetrying: "retrying", worlds.EventStepFailed: "failed"}[ev.Type]
+		case worlds.EventWaitCreated:
+			if ev.ResumeAt != nil {
+				waitIdx[ev.CorrelationID] = len(waits)
+				waits = append(waits, wait{WaitID: ev.CorrelationID, CreatedAt: at, ResumeAt: *ev.ResumeAt})
+			}
+		case worlds.EventWaitCompleted:
+			if i, ok := waitIdx[ev.CorrelationID]; ok {
+				waits[i].CompletedAt = &at
+			}
+		}
+	}
+	return attempts, waits
 }
 
 func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
@@ -254,6 +308,12 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	events, err := worlds.AllEvents(ctx, s.cfg.World, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v.Attempts, v.Waits = history(events)
 	if v.Streams, err = s.cfg.World.ListStreams(ctx, id); err != nil {
 		s.fail(w, r, err)
 		return

@@ -136,16 +136,28 @@ async function runPage(id) {
     const t0 = new Date(r.startedAt || r.createdAt).getTime();
     const ends = steps.map(s => new Date(s.completedAt || s.updatedAt).getTime());
     const t1 = Math.max(r.completedAt ? new Date(r.completedAt).getTime() : Date.now(), ...ends, t0 + 1);
+    const pos = t => (((new Date(t).getTime()) - t0) / (t1 - t0)) * 100;
+    // bars draws one segment per attempt (retried attempts in amber), or the step's span.
+    const bars = (s, a, b) => {
+      const list = v.attempts[s.stepId] || [];
+      if (!list.length) return `<div class="bar s-${esc(s.status)}" style="left:${pos(a).toFixed(2)}%;width:${Math.max(pos(b) - pos(a), 0.5).toFixed(2)}%"></div>`;
+      return list.map(x => { const l = pos(x.startedAt), r = pos(x.endedAt || (terminal(v.run.status) ? s.updatedAt : Date.now()));
+        return `<div class="bar s-${x.outcome === "retrying" ? "pending" : esc(x.outcome === "running" ? "running" : x.outcome)}" title="attempt ${x.attempt}: ${esc(x.outcome)}" style="left:${l.toFixed(2)}%;width:${Math.max(r - l, 0.5).toFixed(2)}%"></div>`; }).join("");
+    };
+    const waitRows = v.waits.map(w => [w.createdAt, `<div class="step wait" data-wait="${esc(w.waitId)}"><div><b>sleep</b> ${badge(w.completedAt ? "completed" : "waiting")}<div class="muted mono">${esc(w.waitId)}</div></div>
+      <div class="track"><div class="bar s-cancelled" style="left:${pos(w.createdAt).toFixed(2)}%;width:${Math.max(pos(w.completedAt || w.resumeAt) - pos(w.createdAt), 0.5).toFixed(2)}%"></div></div>
+      <div>${dur(w.createdAt, w.completedAt)}<div class="muted">until ${when(w.resumeAt)}</div></div></div>`]);
     set($("#steps"), steps.map(s => {
       const a = new Date(s.startedAt || s.createdAt).getTime(), b = s.completedAt ? new Date(s.completedAt).getTime() : (terminal(r.status) ? new Date(s.updatedAt).getTime() : Date.now());
       const left = ((a - t0) / (t1 - t0)) * 100, width = Math.max(((b - a) / (t1 - t0)) * 100, 0.5);
-      return `<div class="step" data-step="${esc(s.stepId)}" data-status="${esc(s.status)}">
+      return [s.createdAt, `<div class="step" data-step="${esc(s.stepId)}" data-status="${esc(s.status)}">
         <div><b>${esc(s.stepName)}</b> ${badge(s.status)}<div class="muted mono">${esc(s.stepId)}</div></div>
-        <div class="track"><div class="bar s-${esc(s.status)}" style="left:${left.toFixed(2)}%;width:${width.toFixed(2)}%"></div></div>
+        <div class="track">${bars(s, a, b)}</div>
         <div>${dur(s.startedAt, s.completedAt)}<div class="muted">attempt ${s.attempt}${s.retryAt ? " · retry " + when(s.retryAt) : ""}</div></div>
-        ${s.error ? `<div class="err" style="grid-column:1/-1">${esc(s.error.message)}</div>` : ""}
-        <details><summary>input / output</summary><pre>${esc(pretty(s.input))}</pre>${s.output !== undefined ? `<pre>${esc(pretty(s.output))}</pre>` : ""}</details></div>`;
-    }).join(""));
+        ${(v.attempts[s.stepId] || []).filter(x => x.error).map(x => `<div class="err attempt-error" style="grid-column:1/-1">attempt ${x.attempt} ${esc(x.outcome === "retrying" ? "failed, retried" : x.outcome)} after ${dur(x.startedAt, x.endedAt)}: ${esc(x.error.message)}</div>`).join("")}
+        ${s.error && !(v.attempts[s.stepId] || []).some(x => x.error) ? `<div class="err" style="grid-column:1/-1">${esc(s.error.message)}</div>` : ""}
+        <details><summary>input / output</summary><pre>${esc(pretty(s.input))}</pre>${s.output !== undefined ? `<pre>${esc(pretty(s.output))}</pre>` : ""}</details></div>`];
+    }).concat(waitRows).sort((x, y) => new Date(x[0]) - new Date(y[0])).map(x => x[1]).join(""));
   }
   function renderHooks(hooks) {
     const el = $("#hooks");
