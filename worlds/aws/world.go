@@ -132,10 +132,9 @@ type runState struct {
 	hookIDs []string
 }
 
-func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
-	item, err := w.getItem(ctx, runPK(runID), metaSK)
-	if err != nil || item == nil {
-		return runState{}, err
+func decodeRun(item map[string]types.AttributeValue) (runState, error) {
+	if item == nil {
+		return runState{}, nil
 	}
 	run, err := decodeData[worlds.Run](item)
 	if err != nil {
@@ -145,24 +144,103 @@ func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
 	return runState{run: run, hookIDs: getSS(item, attrHookIDs)}, nil
 }
 
-// loader reads the entities worlds.Plan validates against with consistent reads.
-// The transaction's conditions make the reads hold at commit: run-partition items
-// only change under the run's event count, tokens under their own condition.
+func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
+	item, err := w.getItem(ctx, runPK(runID), metaSK)
+	if err != nil {
+		return runState{}, err
+	}
+	return decodeRun(item)
+}
+
+func itemKey(pk, sk string) string { return pk + "\x00" + sk }
+
+// loader reads the entities worlds.Plan validates against with consistent reads,
+// most of them prefetched with the run view in one BatchGetItem. The transaction's
+// conditions make the reads hold at commit: run-partition items only change under
+// the run's event count, tokens under their own condition.
 type loader struct {
 	w       *World
 	hookIDs []string
+	// fetched holds the prefetched items by key; a key present with a nil item was
+	// read and does not exist.
+	fetched map[string]map[string]types.AttributeValue
+}
+
+// prefetch reads the run view and every item the events' validation needs in one
+// consistent BatchGetItem (more for over 100 keys).
+func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Event) (runState, *loader, error) {
+	seen := map[string]bool{}
+	var keys []map[string]types.AttributeValue
+	add := func(pk, sk string) {
+		if k := itemKey(pk, sk); !seen[k] {
+			seen[k] = true
+			keys = append(keys, key(pk, sk))
+		}
+	}
+	add(runPK(runID), metaSK)
+	for _, ev := range events {
+		if ev.CorrelationID == "" {
+			continue
+		}
+		need := worlds.NeedsFor(ev.Type)
+		if need.Step {
+			add(runPK(runID), stepSK(ev.CorrelationID))
+		}
+		if need.Hook {
+			add(hookPK(ev.CorrelationID), metaSK)
+		}
+		if need.TokenOwner && ev.Token != "" && len(ev.Token) <= worlds.MaxTokenLength {
+			add(tokenPK(ev.Token), metaSK)
+		}
+		if need.Wait {
+			add(runPK(runID), waitSK(ev.CorrelationID))
+		}
+	}
+	items, err := w.batchGet(ctx, keys)
+	if err != nil {
+		return runState{}, nil, err
+	}
+	l := &loader{w: w, fetched: make(map[string]map[string]types.AttributeValue, len(keys))}
+	for _, k := range keys {
+		l.fetched[itemKey(getS(k, attrPK), getS(k, attrSK))] = nil
+	}
+	for _, item := range items {
+		l.fetched[itemKey(getS(item, attrPK), getS(item, attrSK))] = item
+	}
+	st, err := decodeRun(l.fetched[itemKey(runPK(runID), metaSK)])
+	l.hookIDs = st.hookIDs
+	return st, l, err
+}
+
+func (l *loader) item(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	if item, ok := l.fetched[itemKey(pk, sk)]; ok {
+		return item, nil
+	}
+	return l.w.getItem(ctx, pk, sk)
+}
+
+func loadEntity[T any](ctx context.Context, l *loader, pk, sk string) (*T, error) {
+	item, err := l.item(ctx, pk, sk)
+	if err != nil || item == nil {
+		return nil, err
+	}
+	return decodeData[T](item)
 }
 
 func (l *loader) Step(ctx context.Context, runID, stepID string) (*worlds.Step, error) {
-	return getEntity[worlds.Step](ctx, l.w, runPK(runID), stepSK(stepID))
+	return loadEntity[worlds.Step](ctx, l, runPK(runID), stepSK(stepID))
 }
 
 func (l *loader) Hook(ctx context.Context, hookID string) (*worlds.Hook, error) {
-	return getEntity[worlds.Hook](ctx, l.w, hookPK(hookID), metaSK)
+	return loadEntity[worlds.Hook](ctx, l, hookPK(hookID), metaSK)
 }
 
 func (l *loader) TokenOwner(ctx context.Context, token string) (*worlds.Hook, error) {
-	h, err := l.w.tokenOwner(ctx, token)
+	item, err := l.item(ctx, tokenPK(token), metaSK)
+	if err != nil || item == nil {
+		return nil, err
+	}
+	h, err := loadEntity[worlds.Hook](ctx, l, hookPK(getS(item, attrHook)), metaSK)
 	if err != nil || h == nil || h.Status != worlds.HookActive {
 		return nil, err
 	}
@@ -170,7 +248,7 @@ func (l *loader) TokenOwner(ctx context.Context, token string) (*worlds.Hook, er
 }
 
 func (l *loader) Wait(ctx context.Context, runID, waitID string) (*worlds.Wait, error) {
-	return getEntity[worlds.Wait](ctx, l.w, runPK(runID), waitSK(waitID))
+	return loadEntity[worlds.Wait](ctx, l, runPK(runID), waitSK(waitID))
 }
 
 func (l *loader) ActiveHooks(ctx context.Context, runID string) ([]worlds.Hook, error) {
@@ -203,11 +281,11 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 		return nil, &worlds.ArgumentError{Field: "runID", Value: runID, Reason: "required"}
 	}
 	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
-		st, err := w.loadRun(ctx, runID)
+		st, load, err := w.prefetch(ctx, runID, events)
 		if err != nil {
 			return nil, err
 		}
-		effects, err := worlds.Plan(ctx, runID, st.run, events, w.now(), &loader{w: w, hookIDs: st.hookIDs})
+		effects, err := worlds.Plan(ctx, runID, st.run, events, w.now(), load)
 		if err != nil {
 			if errors.Is(err, worlds.ErrRunFinished) && st.run != nil && hasTerminal(events) {
 				// A retried terminal append: make sure its expiry is queued.
