@@ -1,0 +1,103 @@
+package awsworld
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// conflictDB serves one running run and cancels the first `conflicts`
+// transactions on the event-count condition, as a concurrent writer would.
+type conflictDB struct {
+	DynamoDBAPI
+	mu        sync.Mutex
+	conflicts int
+	txns      []*dynamodb.TransactWriteItemsInput
+}
+
+func (f *conflictDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	run := &worlds.Run{RunID: "r", WorkflowName: "wf", Status: worlds.RunRunning, EventCount: 2, CreatedAt: time.Unix(0, 0)}
+	return &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"t": {runItem(run, nil)}}}, nil
+}
+
+func (f *conflictDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.txns = append(f.txns, in)
+	if len(f.txns) <= f.conflicts {
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		for i := range reasons {
+			reasons[i].Code = aws.String("None")
+		}
+		reasons[len(reasons)-1].Code = aws.String("ConditionalCheckFailed") // the run view is last
+		return nil, &types.TransactionCanceledException{Message: aws.String("cancelled"), CancellationReasons: reasons}
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+func TestAppendRetriesLostRaceWithBackoff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		conflicts int
+		wantErr   error
+	}{{0, nil}, {3, nil}, {maxAppendAttempts, worlds.ErrAppendContention}} {
+		db := &conflictDB{conflicts: tc.conflicts}
+		w, err := New(validConfig(), db, &fakeSQS{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sleeps []time.Duration
+		w.sleep = func(_ context.Context, d time.Duration) error { sleeps = append(sleeps, d); return nil }
+		out, err := w.Append(context.Background(), "r", worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})
+		if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+			t.Fatalf("%d conflicts: err = %v, want %v", tc.conflicts, err, tc.wantErr)
+		}
+		wantTxns := min(tc.conflicts+1, maxAppendAttempts)
+		if len(db.txns) != wantTxns || len(sleeps) != min(tc.conflicts, maxAppendAttempts) {
+			t.Fatalf("%d conflicts: %d transactions, %d sleeps", tc.conflicts, len(db.txns), len(sleeps))
+		}
+		for i, d := range sleeps {
+			if d <= 0 || d > time.Second || d > 10*time.Millisecond<<min(i, 7) {
+				t.Fatalf("sleep %d = %v, outside the jitter ceiling", i, d)
+			}
+		}
+		if tc.wantErr == nil {
+			if out[0].Seq != 3 {
+				t.Fatalf("stored seq %d, want 3", out[0].Seq)
+			}
+			// The run view is guarded by the count read: 2.
+			last := db.txns[len(db.txns)-1].TransactItems
+			put := last[len(last)-1].Put
+			if aws.ToString(put.ConditionExpression) != "#c = :c" || put.ExpressionAttributeValues[":c"].(*types.AttributeValueMemberN).Value != "2" {
+				t.Fatalf("run view condition %q %v", aws.ToString(put.ConditionExpression), put.ExpressionAttributeValues)
+			}
+		}
+	}
+}
+
+func TestAppendRejectsNonRetryableCancellation(t *testing.T) {
+	t.Parallel()
+	db := &validationDB{}
+	w, err := New(validConfig(), db, &fakeSQS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Append(context.Background(), "r", worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})
+	if !errors.Is(err, worlds.ErrEventInvalid) || !errors.Is(err, worlds.ErrItemTooLarge) {
+		t.Fatalf("DynamoDB's item-size rejection: %v, want ErrItemTooLarge", err)
+	}
+}
+
+type validationDB struct{ conflictDB }
+
+func (f *validationDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errors.New("api error ValidationException: Item size has exceeded the maximum allowed size")
+}
