@@ -447,10 +447,10 @@ func callFunction(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		return jsvalue.Value{}, fmt.Errorf("%w: %s() takes %d arguments, got %d", ErrEval, n.name, len(f.specs), len(args))
 	}
 	for i, a := range args {
-		spec := f.specs[min(i, len(f.specs)-1)]
-		if i >= len(f.specs) && !f.variadic {
+		if len(f.specs) == 0 {
 			break
 		}
+		spec := f.specs[min(i, len(f.specs)-1)]
 		if !slices.ContainsFunc(spec, func(t string) bool { return matchesType(a, t) }) {
 			return jsvalue.Value{}, fmt.Errorf("%w: invalid type for argument %d of %s(): expected %s, got %s", ErrEval, i+1, n.name, strings.Join(spec, " or "), typeName(a.v))
 		}

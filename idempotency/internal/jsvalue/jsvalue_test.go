@@ -1,0 +1,133 @@
+package jsvalue
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestFormatNumber(t *testing.T) {
+	t.Parallel()
+	a, b := 0.1, 0.2
+	for _, tc := range []struct {
+		f    float64
+		want string
+	}{
+		{0, "0"}, {math.Copysign(0, -1), "0"}, {1, "1"}, {-1, "-1"}, {a + b, "0.30000000000000004"},
+		{1e21, "1e+21"}, {1e20, "100000000000000000000"}, {123456789012345680000, "123456789012345680000"},
+		{1e-7, "1e-7"}, {1e-6, "0.000001"}, {1.5e300, "1.5e+300"}, {5e-324, "5e-324"},
+		{math.MaxFloat64, "1.7976931348623157e+308"}, {12345678901234567890, "12345678901234567000"},
+		{9007199254740993, "9007199254740992"}, {-1.25e-10, "-1.25e-10"}, {100, "100"}, {2.5, "2.5"},
+		{123.456, "123.456"}, {1.2e21, "1.2e+21"}, {0.000123, "0.000123"},
+		{math.Inf(1), "Infinity"}, {math.NaN(), "NaN"},
+	} {
+		if got := FormatNumber(tc.f); got != tc.want {
+			t.Errorf("FormatNumber(%v) = %s, want %s", tc.f, got, tc.want)
+		}
+	}
+}
+
+func TestToLowerJS(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"ABC": "abc", "İ": "i\u0307", "ΑΣ": "ας", "Σ": "σ", "ΑΣΑ": "ασα", "ǅ": "ǆ", "ß": "ß", "Ä": "ä",
+		FromUTF16([]uint16{0xD800, 'A'}): FromUTF16([]uint16{0xD800, 'a'}),
+	} {
+		if got := ToLowerJS(in); got != want {
+			t.Errorf("ToLowerJS(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestObjectKeyOrder(t *testing.T) {
+	t.Parallel()
+	v, err := Parse([]byte(`{"b":1,"10":2,"2":3,"a":4,"01":5,"4294967295":6,"4294967294":7,"b":8}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2", "10", "4294967294", "b", "a", "01", "4294967295"}
+	if got := v.Obj.Keys(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("keys %v, want %v", got, want)
+	}
+	if b, _ := v.Obj.Get("b"); b.N != 8 {
+		t.Fatalf("duplicate key kept %v", b.N)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{``, `{`, `[1,]`, `{"a":1,}`, `01`, `1.`, `.5`, `+1`, `"a` + "\x01" + `"`, `"\x"`, `"\u12"`, `nul`, `[1] 2`, `NaN`, `'a'`} {
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("Parse(%q) succeeded", in)
+		}
+	}
+}
+
+// FuzzCanonicalRoundTrip: the canonical form re-parses to the same value, is a fixed
+// point, and agrees with encoding/json on the decoded value wherever both decoders
+// define the same value.
+func FuzzCanonicalRoundTrip(f *testing.F) {
+	for _, s := range []string{`{"b":1,"B":2,"a":[1,{"y":1,"X":2}]}`, `"\ud800x"`, `[-0,1e21,1e-7,0.1]`, `{"__proto__":1}`, `12345678901234567890`, `"\u2028<>&"`, `{"10":1,"9":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data)
+		if err != nil {
+			return
+		}
+		out, ok := Stringify(DeepSort(v))
+		if !ok {
+			t.Fatal("undefined from parsed JSON")
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("output is not UTF-8: %q", out)
+		}
+		v2, err := Parse(out)
+		if err != nil {
+			t.Fatalf("output %q does not re-parse: %v", out, err)
+		}
+		out2, _ := Stringify(DeepSort(v2))
+		if string(out2) != string(out) {
+			t.Fatalf("not a fixed point:\n%s\n%s", out, out2)
+		}
+		if !utf8.Valid(data) || strings.Contains(string(data), "__proto__") {
+			return
+		}
+		var a, b any
+		if json.Unmarshal(data, &a) != nil {
+			return // e.g. numbers beyond float64 range, which JavaScript holds as Infinity
+		}
+		if err := json.Unmarshal(out, &b); err != nil {
+			t.Fatalf("encoding/json rejects %q: %v", out, err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("value changed:\n in %s\nout %s", data, out)
+		}
+	})
+}
+
+func FuzzFormatNumber(f *testing.F) {
+	for _, x := range []float64{0, 1, -1.5, 1e21, 1e-7, 5e-324, math.MaxFloat64, 0.1 + 0.2} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float64) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return
+		}
+		s := FormatNumber(x)
+		back, err := strconv.ParseFloat(s, 64)
+		if err != nil || (back != x && !(x == 0 && back == 0)) {
+			t.Fatalf("FormatNumber(%v) = %s does not round-trip (%v, %v)", x, s, back, err)
+		}
+		if !json.Valid([]byte(s)) {
+			t.Fatalf("FormatNumber(%v) = %s is not a JSON number", x, s)
+		}
+		if s != strconv.FormatFloat(x, 'g', -1, 64) && len(strings.TrimLeft(strings.SplitN(strings.SplitN(s, "e", 2)[0], ".", 2)[0], "-")) > 21 {
+			t.Fatalf("integer part too long: %s", s)
+		}
+	})
+}
