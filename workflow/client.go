@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -402,5 +401,3 @@ func (e *engine) closeStreams(ctx context.Context, runID string) {
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

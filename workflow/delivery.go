@@ -224,8 +224,16 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	}
 	x := newExecution(e, e.world, buildHistory(run, events), modeCapture, stepID)
 	x.run(withInfo(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName, Replaying: true}), f)
+	if x.kind == outSuspended || x.kind == outExited {
+		// The replay stopped at an unresolved operation before reaching the step; that
+		// cannot happen for code that is deterministic, so let the delivery retry.
+		return fmt.Errorf("workflow: run %s: replay stopped before reaching step %s", runID, stepID)
+	}
 	if x.kind != outCaptured || x.capture == nil {
 		err := x.err
+		if x.kind == outPanicked {
+			err = &PanicError{Value: fmt.Sprint(x.panicVal), Stack: string(x.stack)}
+		}
 		if err == nil {
 			err = &NondeterminismError{RunID: runID, Position: x.pos, Expected: "step " + stepID, Actual: "no such step call"}
 		}
@@ -239,7 +247,7 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	if attempt > c.opts.retry.MaxAttempts {
 		// The last attempt's worker died without recording an outcome.
 		ei := &worlds.ErrorInfo{Message: fmt.Sprintf("attempt %d of %d was lost with its worker; attempts exhausted", step.Attempt, c.opts.retry.MaxAttempts)}
-		return e.stepOutcome(ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}, nil, ctx)
+		return e.stepOutcome(ctx, ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}, nil)
 	}
 	if _, err := e.world.Append(ctx, runID, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: stepID, Attempt: attempt}); err != nil {
 		switch {
@@ -264,7 +272,7 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 
 	if runErr == nil {
 		ev := worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: stepID, Output: out}
-		return e.stepOutcome(ctx, info, ev, &StepOutcome{Result: StepCompleted, Duration: dur}, actx)
+		return e.stepOutcome(ctx, actx, info, ev, &StepOutcome{Result: StepCompleted, Duration: dur})
 	}
 	ei := errorInfo(runErr)
 	var pe *PanicError
@@ -273,15 +281,17 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	}
 	if ei.Fatal || attempt >= c.opts.retry.MaxAttempts {
 		ev := worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}
-		return e.stepOutcome(ctx, info, ev, &StepOutcome{Result: StepFailed, Duration: dur, Err: runErr}, actx)
+		return e.stepOutcome(ctx, actx, info, ev, &StepOutcome{Result: StepFailed, Duration: dur, Err: runErr})
 	}
 	at := e.clock().Add(c.opts.retry.Backoff(attempt)).UTC()
 	ev := worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: stepID, Error: ei, RetryAt: &at}
-	return e.stepOutcome(ctx, info, ev, &StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at}, actx)
+	return e.stepOutcome(ctx, actx, info, ev, &StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at})
 }
 
 // stepOutcome records how an attempt ended and queues what comes next.
-func (e *engine) stepOutcome(ctx context.Context, info Info, ev worlds.Event, out *StepOutcome, actx context.Context) error {
+//
+// actx is the attempt's context, which the observer's StepFinished receives.
+func (e *engine) stepOutcome(ctx, actx context.Context, info Info, ev worlds.Event, out *StepOutcome) error {
 	_, err := e.world.Append(ctx, info.RunID, ev)
 	if err == nil && out != nil {
 		e.obs.StepFinished(actx, info, *out)
@@ -292,8 +302,8 @@ func (e *engine) stepOutcome(ctx context.Context, info Info, ev worlds.Event, ou
 	case ev.Type == worlds.EventStepCompleted && errors.Is(err, worlds.ErrEventInvalid):
 		// The World refused the output (too large): the step fails for good.
 		ei := &worlds.ErrorInfo{Message: (&SerializationError{What: "step " + quote(info.StepName) + " output", Err: err}).Error(), Fatal: true}
-		return e.stepOutcome(ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: ev.CorrelationID, Error: ei},
-			&StepOutcome{Result: StepFailed, Err: err}, actx)
+		return e.stepOutcome(ctx, actx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: ev.CorrelationID, Error: ei},
+			&StepOutcome{Result: StepFailed, Err: err})
 	case err != nil:
 		return err
 	}
