@@ -88,13 +88,13 @@ func TestInteropWithReferenceItems(t *testing.T) {
 		byName[s.Name] = s
 	}
 	ctx := context.Background()
-	newManager := func(t *testing.T, table string) *idempotency.Manager {
+	newManager := func(t *testing.T, table string, validation string) *idempotency.Manager {
 		store, err := idynamodb.New(c, idynamodb.Options{TableName: table})
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, err := idempotency.New(store, idempotency.Options{
-			KeyPrefix: "process-order", EventKeyJMESPath: "id", PayloadValidationJMESPath: "amount",
+			KeyPrefix: "process-order", EventKeyJMESPath: "id", PayloadValidationJMESPath: validation,
 			Clock: func() time.Time { return now }, LookupEnv: func(string) (string, bool) { return "", false },
 		})
 		if err != nil {
@@ -110,7 +110,7 @@ func TestInteropWithReferenceItems(t *testing.T) {
 		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: parseItem(t, sc.Options.Existing)}); err != nil {
 			t.Fatal(err)
 		}
-		m := newManager(t, table)
+		m := newManager(t, table, "amount")
 		got, err := idempotency.Execute(ctx, m, sc.Event, func(context.Context) (goldenResult, error) {
 			t.Fatal("callback ran although the reference record is completed")
 			return goldenResult{}, nil
@@ -136,12 +136,14 @@ func TestInteropWithReferenceItems(t *testing.T) {
 		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: parseItem(t, sc.Options.Existing)}); err != nil {
 			t.Fatal(err)
 		}
-		m := newManager(t, table)
+		m := newManager(t, table, "")
 		cctx := leaseContext{ctx, now.Add(30 * time.Second)}
-		_, err := idempotency.Execute(cctx, m, sc.Event, func(context.Context) (goldenResult, error) { return goldenResult{}, nil })
-		// The reference item carries no validation hash and this manager validates.
-		if !errors.Is(err, idempotency.ErrValidation) {
-			t.Fatalf("err = %v", err)
+		_, err := idempotency.Execute(cctx, m, sc.Event, func(context.Context) (goldenResult, error) {
+			t.Fatal("callback ran while the reference execution holds the lease")
+			return goldenResult{}, nil
+		})
+		if !errors.Is(err, idempotency.ErrAlreadyInProgress) {
+			t.Fatalf("err = %v, want ErrAlreadyInProgress", err)
 		}
 	})
 
@@ -149,7 +151,7 @@ func TestInteropWithReferenceItems(t *testing.T) {
 		t.Parallel()
 		table := createTable(t, c, "id", "")
 		sc := byName["first_call_with_validation"]
-		m := newManager(t, table)
+		m := newManager(t, table, "amount")
 		cctx := leaseContext{ctx, now.Add(time.Duration(sc.Options.RemainingMillis) * time.Millisecond)}
 		var event struct {
 			ID string `json:"id"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -29,6 +31,59 @@ func runSuite(t *testing.T, addr string) {
 		}
 		return s
 	})
+}
+
+// TestReadsReferenceRecords stores the reference's JSON records on the real servers
+// and requires cairn to replay a completed one and take over an orphaned one.
+func TestReadsReferenceRecords(t *testing.T) {
+	t.Parallel()
+	for name, addr := range map[string]func(testing.TB) string{"redis": testenv.RedisAddr, "valkey": testenv.ValkeyAddr} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := goredis.NewClient(&goredis.Options{Addr: addr(t)})
+			t.Cleanup(func() { _ = c.Close() })
+			store, err := iredis.New(c, iredis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			prefix := testenv.UniqueName(t, "ref")
+			m, err := idempotency.New(store, idempotency.Options{KeyPrefix: prefix, EventKeyJMESPath: "id", Clock: func() time.Time { return now }, LookupEnv: func(string) (string, bool) { return "", false }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := leaseContext{context.Background(), now.Add(30 * time.Second)}
+			type result struct {
+				OrderID string `json:"order_id"`
+			}
+			completed := fmt.Sprintf(`{"status":"COMPLETED","expiration":%d,"data":{"order_id":"ORD-123"}}`, now.Unix()+3000)
+			key, _, _, _ := m.Key(json.RawMessage(`{"id":"ORD-123"}`))
+			if err := c.Set(ctx, key, completed, time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := idempotency.Execute(ctx, m, json.RawMessage(`{"id":"ORD-123"}`), func(context.Context) (result, error) {
+				t.Fatal("callback ran for a completed reference record")
+				return result{}, nil
+			})
+			if err != nil || got.OrderID != "ORD-123" {
+				t.Fatalf("replay %+v, %v", got, err)
+			}
+			orphan := fmt.Sprintf(`{"status":"INPROGRESS","expiration":%d,"in_progress_expiration":%d}`, now.Unix()+3000, now.UnixMilli()-1)
+			key2, _, _, _ := m.Key(json.RawMessage(`{"id":"ORD-124"}`))
+			if err := c.Set(ctx, key2, orphan, time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, err = idempotency.Execute(ctx, m, json.RawMessage(`{"id":"ORD-124"}`), func(context.Context) (result, error) { return result{OrderID: "new"}, nil })
+			if err != nil || got.OrderID != "new" {
+				t.Fatalf("orphan takeover %+v, %v", got, err)
+			}
+			stored, err := c.Get(ctx, key2).Result()
+			want := fmt.Sprintf(`{"status":"COMPLETED","expiration":%d,"data":{"order_id":"new"}}`, int64(math.Floor(float64(now.UnixMilli())/1000+3600+0.5)))
+			if err != nil || stored != want {
+				t.Fatalf("stored %s, want %s (%v)", stored, want, err)
+			}
+		})
+	}
 }
 
 func TestStoreSuiteRedis(t *testing.T) {
