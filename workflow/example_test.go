@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/workflow"
-	"github.com/cairn-go/cairn/workflow/internal/memworld"
+	"github.com/cairn-go/cairn/worlds/local"
 )
 
 // Greet is a workflow: a type with a Run method. Its steps are plain functions.
@@ -23,10 +23,14 @@ func (Greet) Run(ctx workflow.Context, name string) (string, error) {
 	return "HELLO, " + upper, nil
 }
 
-// Production code opens a durable World (worlds/local, worlds/aws); the examples use
-// an in-memory one.
+// exampleClient opens the embedded World in memory (use a file path to survive
+// restarts, or worlds/aws) and serves the example workflows.
 func exampleClient() (*workflow.Client, func()) {
-	client, err := workflow.NewClient(workflow.Config{World: memworld.New()})
+	world, err := local.Open(context.Background(), local.Config{Path: local.Memory})
+	if err != nil {
+		panic(err)
+	}
+	client, err := workflow.NewClient(workflow.Config{World: world, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +40,7 @@ func exampleClient() (*workflow.Client, func()) {
 		defer close(done)
 		_ = client.Serve(ctx, workflow.Use(Greet{}), workflow.Use(Nap{}), workflow.Use(Approve{}))
 	}()
-	return client, func() { cancel(); <-done }
+	return client, func() { cancel(); <-done; _ = world.Close() }
 }
 
 func ExampleStart() {
