@@ -145,14 +145,15 @@ func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown b
 			_, err = tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', attempt = 0 WHERE id = ? AND claim = ?`, d.ID, d.claim)
 			return err
 		}
-		due, attempt := now.Add(backoff(d.Attempt)), d.Attempt
+		due := now.Add(backoff(d.Attempt))
 		if shutdown {
-			// Interrupted by shutdown, not failed: due again at once, attempt not counted.
-			due, attempt = now, d.Attempt-1
+			// Interrupted by shutdown, not failed: due again at once. The attempt still
+			// counts, so the next receive reports a redelivery.
+			due = now
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', attempt = ?,
+		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '',
 			due_at = CASE WHEN gen = ? THEN ? ELSE ? END WHERE id = ? AND claim = ?`,
-			attempt, d.gen, nanos(due), nanos(now), d.ID, d.claim)
+			d.gen, nanos(due), nanos(now), d.ID, d.claim)
 		return err
 	})
 }

@@ -1,0 +1,13 @@
+// Package worldtest is the conformance suite every [worlds.World] must pass. A
+// World proves itself with one line in its tests:
+//
+//	func TestWorld(t *testing.T) {
+//		worldtest.Run(t, func(t *testing.T) worlds.World { return newTestWorld(t) })
+//	}
+//
+// The suite covers every event type and invalid transition, optimistic concurrency,
+// queue idempotency, redelivery and early arrival, waits, hooks, streams,
+// cancellation, retention and pagination. Behaviour a World declares it lacks in
+// [worlds.Capabilities] is skipped; tests that consume deliveries need a
+// [worlds.Server] or a [WithDriver] function.
+package worldtest
