@@ -19,6 +19,7 @@ type keyCase struct {
 	Key              string `json:"key"`
 	Canonical        string `json:"canonical"`
 	Error            string `json:"error"`
+	Bypass           bool   `json:"bypass"`
 }
 
 func loadKeyCases(t testing.TB) []keyCase {
@@ -63,6 +64,12 @@ func TestGoldenKeys(t *testing.T) {
 			if c.Error != "" {
 				if err == nil {
 					t.Fatalf("want error %s, got key %s", c.Error, key)
+				}
+				return
+			}
+			if c.Bypass {
+				if err != nil || ok {
+					t.Fatalf("selection is null: want bypass, got key %q, %v", key, err)
 				}
 				return
 			}
