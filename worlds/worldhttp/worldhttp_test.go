@@ -175,3 +175,43 @@ func TestStatusOfNeverInternalForBadInput(t *testing.T) {
 		t.Errorf("a World failure must be 500, got %d", status)
 	}
 }
+
+// The rest of the World: empty listings and not-found lookups, validating limits as
+// every World does.
+func (f *fakeWorld) ListRuns(_ context.Context, filter worlds.RunFilter) (worlds.Page[worlds.Run], error) {
+	_, err := worlds.PageLimit(filter.Limit)
+	return worlds.Page[worlds.Run]{Items: []worlds.Run{}}, err
+}
+func (f *fakeWorld) ListEvents(_ context.Context, _ string, filter worlds.EventFilter) (worlds.Page[worlds.Event], error) {
+	_, err := worlds.PageLimit(filter.Limit)
+	return worlds.Page[worlds.Event]{Items: []worlds.Event{}}, err
+}
+func (f *fakeWorld) GetStep(context.Context, string, string) (worlds.Step, error) {
+	return worlds.Step{}, worlds.ErrStepNotFound
+}
+func (f *fakeWorld) ListSteps(_ context.Context, _ string, filter worlds.ListFilter) (worlds.Page[worlds.Step], error) {
+	_, err := worlds.PageLimit(filter.Limit)
+	return worlds.Page[worlds.Step]{Items: []worlds.Step{}}, err
+}
+func (f *fakeWorld) GetHook(context.Context, string) (worlds.Hook, error) {
+	return worlds.Hook{}, worlds.ErrHookNotFound
+}
+func (f *fakeWorld) ListHooks(_ context.Context, filter worlds.HookFilter) (worlds.Page[worlds.Hook], error) {
+	_, err := worlds.PageLimit(filter.Limit)
+	return worlds.Page[worlds.Hook]{Items: []worlds.Hook{}}, err
+}
+func (f *fakeWorld) GetWait(context.Context, string, string) (worlds.Wait, error) {
+	return worlds.Wait{}, worlds.ErrWaitNotFound
+}
+func (f *fakeWorld) ListStreams(context.Context, string) ([]worlds.StreamInfo, error) {
+	return []worlds.StreamInfo{}, nil
+}
+func (f *fakeWorld) ReadStream(_ context.Context, _, _ string, from, limit int) (worlds.StreamPage, error) {
+	if from < 0 {
+		return worlds.StreamPage{}, &worlds.ArgumentError{Field: "from", Value: from, Reason: "negative"}
+	}
+	if _, err := worlds.PageLimit(limit); err != nil {
+		return worlds.StreamPage{}, err
+	}
+	return worlds.StreamPage{}, worlds.ErrStreamNotFound
+}
