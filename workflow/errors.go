@@ -31,6 +31,8 @@ var (
 	ErrRunCancelled = errors.New("workflow: run cancelled")
 	// ErrHookConflict: another active hook owns the token a hook asked for.
 	ErrHookConflict = errors.New("workflow: hook token owned by another hook")
+	// ErrHookDisposed: Receive was called on a hook the workflow disposed.
+	ErrHookDisposed = errors.New("workflow: hook disposed")
 	// ErrUnknownWorkflow: a delivery or call names a workflow no runner knows.
 	ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
 	// ErrInvalidConfig: a constructor or option got a bad value.

@@ -57,6 +57,7 @@ type record struct {
 	// attempts counts step_started events; retrying is the latest step_retrying.
 	attempts int
 	received []worlds.Event // hook_received, in log order
+	disposed bool           // hook_disposed
 }
 
 func (r *record) describe() string {
@@ -119,6 +120,8 @@ func buildHistory(run worlds.Run, events []worlds.Event) *history {
 		case worlds.EventHookReceived:
 			r.received = append(r.received, ev)
 			h.newest = max(h.newest, ev.Seq)
+		case worlds.EventHookDisposed:
+			r.disposed = true
 		}
 	}
 	return h

@@ -314,3 +314,49 @@ func TestNonSerialisableResult(t *testing.T) {
 		t.Fatalf("err = %v, want a failed run naming the workflow output", err)
 	}
 }
+
+// Rehook disposes a hook and takes its token again with a second one.
+type Rehook struct{}
+
+func (Rehook) Run(ctx workflow.Context, token string) (string, error) {
+	first, err := workflow.CreateHook[string](ctx, workflow.HookOptions{Token: token})
+	if err != nil {
+		return "", err
+	}
+	if err := first.Dispose(ctx); err != nil {
+		return "", err
+	}
+	if _, err := first.Receive(ctx); !errors.Is(err, workflow.ErrHookDisposed) {
+		return "", errors.New("receive on a disposed hook did not fail")
+	}
+	second, err := workflow.CreateHook[string](ctx, workflow.HookOptions{Token: token})
+	if err != nil {
+		return "", err
+	}
+	return second.Receive(ctx)
+}
+
+func TestHookDispose(t *testing.T) {
+	t.Parallel()
+	w := memworld.New()
+	h := serve(t, w, workflow.Config{}, workflow.Use(Rehook{}))
+	run, err := workflow.Start(context.Background(), h.c, Rehook{}, "tok-rehook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForHook(t, w, "tok-rehook")
+	hook, _ := w.GetHookByToken(context.Background(), "tok-rehook")
+	if !strings.HasPrefix(hook.HookID, "hook_2.") {
+		t.Fatalf("token owned by %s, want the second hook", hook.HookID)
+	}
+	if _, err := workflow.ResumeHook(context.Background(), h.c, "tok-rehook", "second"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(resultCtx(t)); err != nil || got != "second" {
+		t.Fatalf("Result = %q, %v", got, err)
+	}
+	first, err := w.GetHook(context.Background(), "hook_1."+run.ID())
+	if err != nil || first.Status != worlds.HookDisposed {
+		t.Fatalf("first hook = %+v, %v", first, err)
+	}
+}

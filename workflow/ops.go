@@ -252,10 +252,11 @@ type Hook[T any] struct {
 	// Token addresses the hook; pass it to whoever resumes the run.
 	Token string
 	// ID is the hook's correlation ID ("hook_3.<runID>").
-	ID   string
-	exec *execution
-	rec  *record
-	next int
+	ID       string
+	exec     *execution
+	rec      *record
+	next     int
+	disposed bool
 }
 
 // CreateHook creates a hook that payloads can be sent to with [ResumeHook] or the
@@ -303,6 +304,9 @@ func (h *Hook[T]) Receive(ctx Context) (T, error) {
 		return zero, ErrNotInWorkflow
 	}
 	e.enter()
+	if h.disposed {
+		return zero, fmt.Errorf("%w: hook %s", ErrHookDisposed, h.ID)
+	}
 	if h.rec == nil {
 		e.block()
 	}
@@ -321,6 +325,26 @@ func (h *Hook[T]) Receive(ctx Context) (T, error) {
 		return zero, &SerializationError{What: "hook " + h.ID + " payload", Err: err}
 	}
 	return v, nil
+}
+
+// Dispose releases the hook's token before the run ends, so another hook may take
+// it; payloads sent afterwards are refused. Receive on a disposed hook returns an
+// error matching [ErrHookDisposed]. The disposal is recorded with the workflow's
+// next write; hooks still active when the run ends are disposed with it.
+func (h *Hook[T]) Dispose(ctx Context) error {
+	e, err := execOf(ctx)
+	if err != nil || e != h.exec {
+		return ErrNotInWorkflow
+	}
+	e.enter()
+	if h.disposed {
+		return nil
+	}
+	h.disposed = true
+	if (h.rec == nil || !h.rec.disposed) && (h.rec == nil || h.rec.created.Type != worlds.EventHookConflict) {
+		e.pending = append(e.pending, pendingOp{kind: opHook, event: worlds.Event{Type: worlds.EventHookDisposed, CorrelationID: h.ID}})
+	}
+	return nil
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
