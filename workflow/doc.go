@@ -22,6 +22,16 @@
 // [Fatal] is not retried. Steps may write chunks to named streams with [WriteStream];
 // clients read them with [Client.ReadStream].
 //
+// Running: [Use] turns a workflow value into a [worlds.Runner]; [Client.Serve] runs
+// a World's deliveries in-process (the embedded World), and [Client.Runner] wraps
+// runners for a World's own worker entry point so they use the client's clock,
+// logger, observer and limits. Deliveries are at least once and handled
+// idempotently: a step already completed is never run again, duplicate or stale
+// attempts are acknowledged, and a delivery that was redelivered re-queues the
+// deliveries of pending operations in case its first run died between writing and
+// queueing. Each step delivery replays the workflow up to the step's call to find
+// its function, so a workflow with n operations costs O(n) per delivery.
+//
 // Observability seams for tracing and metrics: [InfoFrom] reads the run, step and
 // attempt identity from any context the runtime hands out; [NewLogHandler] wraps a
 // slog.Handler so workflow code logs each record once, not again on every replay;
