@@ -209,6 +209,11 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) idempotency.Store) 
 		}
 	})
 
+	t.Run("ManagerConcurrentSameKey", func(t *testing.T) {
+		t.Parallel()
+		runConcurrentSameKey(t, newStore(t))
+	})
+
 	t.Run("ManagerLifecycle", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -257,6 +262,51 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) idempotency.Store) 
 			t.Fatalf("calls = %d, want 2", calls.Load())
 		}
 	})
+}
+
+// runConcurrentSameKey: of 50 simultaneous executions with one key the callback runs
+// once and every other call gets the stored result or an in-progress error.
+func runConcurrentSameKey(t *testing.T, s idempotency.Store) {
+	m, err := idempotency.New(s, idempotency.Options{
+		KeyPrefix: uniqueKey(t), EventKeyJMESPath: "id",
+		LookupEnv: func(string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var runs, replayed, inProgress atomic.Int64
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			got, err := idempotency.Execute(ctx, m, map[string]any{"id": "same"}, func(context.Context) (string, error) {
+				runs.Add(1)
+				<-release
+				return "done", nil
+			})
+			switch {
+			case errors.Is(err, idempotency.ErrAlreadyInProgress):
+				inProgress.Add(1)
+			case err != nil:
+				t.Errorf("execute: %v", err)
+			case got != "done":
+				t.Errorf("got %q", got)
+			default:
+				replayed.Add(1)
+			}
+		})
+	}
+	for runs.Load() == 0 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if runs.Load() != 1 || replayed.Load()+inProgress.Load() != 50 {
+		t.Fatalf("runs=%d replayed=%d inProgress=%d", runs.Load(), replayed.Load(), inProgress.Load())
+	}
 }
 
 func assertJSONEqual(t *testing.T, got, want json.RawMessage) {
