@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +133,49 @@ func (w InfoFlow) Run(ctx workflow.Context, _ int) (int, error) {
 		w.got <- info
 		return 0, nil
 	}, 0)
+}
+
+// Slow has a step that outlives its timeout.
+type Slow struct{}
+
+func (Slow) Run(ctx workflow.Context, _ int) (int, error) {
+	return workflow.Step(ctx, "slow", func(sctx context.Context, _ int) (int, error) {
+		<-sctx.Done()
+		return 0, sctx.Err()
+	}, 0, workflow.WithTimeout(20*time.Millisecond), workflow.WithMaxAttempts(1))
+}
+
+func TestStepTimeout(t *testing.T) {
+	t.Parallel()
+	h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(Slow{}))
+	run, err := workflow.Start(context.Background(), h.c, Slow{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(resultCtx(t))
+	var re *workflow.RunError
+	if !errors.As(err, &re) || !strings.Contains(re.Info.Message, "deadline exceeded") {
+		t.Fatalf("err = %v, want the attempt's deadline in the failure", err)
+	}
+}
+
+func TestBadStepOptions(t *testing.T) {
+	t.Parallel()
+	h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(BadOpts{}))
+	run, err := workflow.Start(context.Background(), h.c, BadOpts{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(resultCtx(t))
+	var re *workflow.RunError
+	if !errors.As(err, &re) || !strings.Contains(re.Info.Message, "RetryPolicy.MaxAttempts") {
+		t.Fatalf("err = %v, want the bad field named", err)
+	}
+}
+
+// BadOpts asks for zero attempts.
+type BadOpts struct{}
+
+func (BadOpts) Run(ctx workflow.Context, _ int) (int, error) {
+	return workflow.Step(ctx, "x", func(context.Context, int) (int, error) { return 0, nil }, 0, workflow.WithMaxAttempts(0))
 }
