@@ -44,6 +44,11 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// notFoundError names what the user asked for and the World does not have.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
 func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
@@ -184,6 +189,15 @@ func inspectErr(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	}
 	defer closeWorld()
 	in := &inspector{w: w, o: o, out: stdout, prog: prog}
+	err = inspectWorld(ctx, in, what, rest, since, until)
+	if err != nil && !errors.As(err, new(*usageError)) && !errors.As(err, new(*notFoundError)) {
+		return fmt.Errorf("reading the World: %w", err)
+	}
+	return err
+}
+
+func inspectWorld(ctx context.Context, in *inspector, what string, rest []string, since, until time.Time) error {
+	w, o, stdout, prog := in.w, in.o, in.out, in.prog
 
 	switch what {
 	case "runs":
@@ -213,8 +227,8 @@ func inspectErr(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	runID := rest[0]
 	run, err := w.GetRun(ctx, runID)
 	if err != nil {
-		if errors.Is(err, worlds.ErrRunNotFound) || errors.Is(err, worlds.ErrNotFound) {
-			return fmt.Errorf("run %q not found", runID)
+		if errors.Is(err, worlds.ErrNotFound) {
+			return &notFoundError{fmt.Sprintf("run %q not found", runID)}
 		}
 		return err
 	}
@@ -268,7 +282,7 @@ func listPages[T any](ctx context.Context, in *inspector, noun string, fetch fun
 		p, err := fetch(ctx, cursor)
 		if err != nil {
 			if errors.Is(err, worlds.ErrInvalidArgument) && cursor != "" {
-				return fmt.Errorf("--cursor %q is not a cursor of this listing: %w", cursor, err)
+				return &notFoundError{fmt.Sprintf("--cursor %q is not a cursor of this listing: %v", cursor, err)}
 			}
 			return err
 		}
@@ -306,7 +320,7 @@ func (in *inspector) streamChunks(ctx context.Context, runID string) error {
 		p, err := in.w.ReadStream(ctx, runID, in.o.streamName, from, limit)
 		if err != nil {
 			if errors.Is(err, worlds.ErrStreamNotFound) {
-				return fmt.Errorf("run %s has no stream %q", runID, in.o.streamName)
+				return &notFoundError{fmt.Sprintf("run %s has no stream %q", runID, in.o.streamName)}
 			}
 			return err
 		}

@@ -52,7 +52,13 @@ type env struct {
 	world *local.World
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// pollingWorld hides the World's StreamNotifier, so stream handlers must poll.
+type pollingWorld struct{ worlds.World }
+
+// newEnvWith serves the UI over wrap(world) when wrap is not nil.
+func newEnvWith(t *testing.T, wrap func(worlds.World) worlds.World) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := local.Open(ctx, local.Config{Path: filepath.Join(t.TempDir(), "dev.db"), PollInterval: 20 * time.Millisecond})
@@ -63,7 +69,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui, err := devui.New(devui.Config{World: w, Client: client, PollInterval: 20 * time.Millisecond,
+	var shown worlds.World = w
+	if wrap != nil {
+		shown = wrap(w)
+	}
+	ui, err := devui.New(devui.Config{World: shown, Client: client, PollInterval: 20 * time.Millisecond,
 		Workflows: map[string]json.RawMessage{"devui.Approval": json.RawMessage(`"ada"`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +229,14 @@ func readSSE(t *testing.T, url string) []string {
 
 func TestStreamLiveUntilClosed(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	t.Run("notified", func(t *testing.T) { t.Parallel(); testStreamLive(t, newEnv(t)) })
+	t.Run("polling", func(t *testing.T) {
+		t.Parallel()
+		testStreamLive(t, newEnvWith(t, func(w worlds.World) worlds.World { return pollingWorld{w} }))
+	})
+}
+
+func testStreamLive(t *testing.T, e *env) {
 	id := e.start(t, `"lin"`)
 	got := make(chan []string, 1)
 	// Subscribed before the stream exists: the handler waits for it.
