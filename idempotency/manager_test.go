@@ -601,3 +601,17 @@ func TestConcurrentSameKey(t *testing.T) {
 		t.Fatalf("runs=%d replayed=%d inProgress=%d", runs.Load(), replayed.Load(), inProgress.Load())
 	}
 }
+
+func TestInvalidStoredStatus(t *testing.T) {
+	t.Parallel()
+	store := idempotencytest.NewMemoryStore()
+	m := newManager(t, store, func(o *idempotency.Options) { o.PayloadValidationJMESPath = "" })
+	key, _, _, _ := m.Key(order{"ORD-1", 42})
+	store.Set(idempotency.Record{Key: key, Status: "BOGUS", ExpiresAt: t0.Unix() + 3600})
+	var c counter
+	_, err := idempotency.Execute(context.Background(), m, order{"ORD-1", 42}, c.fn("a"))
+	var ie *idempotency.InvalidStatusError
+	if !errors.As(err, &ie) || ie.Status != "BOGUS" || !errors.Is(err, idempotency.ErrInvalidStatus) || c.n.Load() != 0 {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -52,15 +53,21 @@ func (r *Record) EffectiveStatus(now time.Time) (Status, error) {
 	case StatusInProgress, StatusCompleted, StatusExpired:
 		return r.Status, nil
 	}
-	return "", &invalidStatusError{status: string(r.Status)}
+	return "", &InvalidStatusError{Key: r.Key, Status: string(r.Status)}
 }
 
-type invalidStatusError struct{ status string }
-
-func (e *invalidStatusError) Error() string {
-	return "idempotency: invalid record status " + e.status
+// InvalidStatusError reports a stored record whose status is none of the known ones.
+type InvalidStatusError struct {
+	Key    string
+	Status string
 }
-func (e *invalidStatusError) Is(target error) bool { return target == ErrInvalidStatus }
+
+func (e *InvalidStatusError) Error() string {
+	return fmt.Sprintf("idempotency: record %q has invalid status %q", e.Key, e.Status)
+}
+
+// Is matches ErrInvalidStatus.
+func (e *InvalidStatusError) Is(target error) bool { return target == ErrInvalidStatus }
 
 // Store persists idempotency records. Implementations must be safe for concurrent use
 // and are proven by idempotencytest.RunStoreSuite.
