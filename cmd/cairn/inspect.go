@@ -113,6 +113,11 @@ func reportInspectError(stderr io.Writer, err error) int {
 }
 
 func inspectErr(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	return inspectWith(ctx, args, stdout, getenv, cli.NewProgress(stderr))
+}
+
+// inspectWith runs `cairn inspect` showing progress on prog.
+func inspectWith(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string, prog *cli.Progress) error {
 	var o inspectOptions
 	fs := flag.NewFlagSet("cairn inspect", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -180,7 +185,6 @@ func inspectErr(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	prog := cli.NewProgress(stderr)
 	defer prog.Done()
 	prog.Update("opening the World…")
 	w, closeWorld, err := o.world.open(ctx, getenv)

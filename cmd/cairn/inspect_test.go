@@ -13,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/cairn-go/cairn/internal/cli"
 	"github.com/cairn-go/cairn/worlds"
 	"github.com/cairn-go/cairn/worlds/local"
 )
@@ -269,5 +270,25 @@ func writeFutureWorld(t *testing.T, path string) {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestInspectProgressGoesToItsWriterOnly(t *testing.T) {
+	t.Parallel()
+	db := seedWorld(t)
+	var out, prog bytes.Buffer
+	if err := inspectWith(context.Background(), []string{"runs", "--db", db, "--all", "--limit", "1"}, &out, func(string) string { return "" }, cli.ForceProgress(&prog)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"opening the World", "reading runs: page 1 (0 so far)", "reading runs: page 3 (2 so far)"} {
+		if !strings.Contains(prog.String(), want) {
+			t.Errorf("progress %q lacks %q", prog.String(), want)
+		}
+	}
+	if !strings.HasSuffix(prog.String(), "\r") {
+		t.Errorf("progress line not cleared at the end: %q", prog.String())
+	}
+	if strings.Contains(out.String(), "\r") || strings.Count(out.String(), "run-") != 3 {
+		t.Errorf("stdout %q: want the three runs and no progress", out.String())
 	}
 }
