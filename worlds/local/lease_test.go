@@ -1,0 +1,120 @@
+package local
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// A process that claims a delivery and dies never finishes nor renews it: after
+// the lease another process receives it, as a redelivery.
+func TestCrashedClaimReturnsAfterLease(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lease.db")
+	crashed, err := Open(ctx, Config{Path: path, Lease: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashed.Close()
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "wf", RunID: "r"}
+	if _, err := crashed.Queue(ctx, in, worlds.QueueOptions{ID: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := crashed.claim(ctx)
+	if err != nil || d == nil || d.Attempt != 1 {
+		t.Fatalf("claim = %+v, %v", d, err)
+	}
+	claimedAt := time.Now()
+
+	other, err := Open(ctx, Config{Path: path, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	got := make(chan worlds.Delivery, 1)
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() {
+		done <- other.Serve(sctx, runner(func(d worlds.Delivery) error { got <- d; return nil }))
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case d := <-got:
+		if d.Attempt != 2 || d.ID != "d" {
+			t.Errorf("redelivery %+v, want attempt 2", d)
+		}
+		if time.Since(claimedAt) < 200*time.Millisecond {
+			t.Errorf("delivered %s after the claim, before its lease ended", time.Since(claimedAt))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("crashed claim never returned")
+	}
+	// The dead process's late outcome changes nothing: the claim is no longer its own.
+	if err := crashed.finish(ctx, d, nil, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A delivery queued again with its ID while it runs runs once more afterwards, so
+// a wake-up racing with its own delivery is not lost.
+func TestQueueWhileRunningRunsAgain(t *testing.T) {
+	ctx := context.Background()
+	w, err := Open(ctx, Config{Path: Memory, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "wf", RunID: "r"}
+	if _, err := w.Queue(ctx, in, worlds.QueueOptions{ID: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	runs := make(chan int, 10)
+	n := 0
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() {
+		done <- w.Serve(sctx, runner(func(d worlds.Delivery) error {
+			n++
+			if n == 1 {
+				if _, err := w.Queue(ctx, in, worlds.QueueOptions{ID: "d"}); err != nil {
+					t.Error(err)
+				}
+			}
+			runs <- n
+			return nil
+		}))
+	}()
+	defer func() { cancel(); <-done }()
+	for want := 1; want <= 2; want++ {
+		select {
+		case got := <-runs:
+			if got != want {
+				t.Fatalf("run %d, want %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run %d never came", want)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if left, _ := w.pendingDeliveries(ctx); left != 0 || len(runs) != 0 {
+		t.Errorf("%d deliveries left, %d extra runs", left, len(runs))
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 5: 16 * time.Second, 11: 15 * time.Minute, 40: 15 * time.Minute} {
+		if got := backoff(attempt); got != want {
+			t.Errorf("backoff(%d) = %s, want %s", attempt, got, want)
+		}
+	}
+}
+
+type runner func(d worlds.Delivery) error
+
+func (r runner) Workflows() []string { return []string{"wf"} }
+func (r runner) Run(_ context.Context, _ worlds.World, d worlds.Delivery) error {
+	return r(d)
+}
