@@ -16,6 +16,8 @@ import (
 
 	"github.com/cairn-go/cairn/durable"
 	"github.com/cairn-go/cairn/durable/lambdafake"
+	"github.com/cairn-go/cairn/idempotency"
+	"github.com/cairn-go/cairn/idempotency/idempotencytest"
 )
 
 const arn = "arn:aws:lambda:us-east-1:123456789012:function:orders:$LATEST/durable-execution/run-1/abc"
@@ -360,5 +362,54 @@ func TestCallbackTimeoutAndCancellation(t *testing.T) {
 	}
 	if got := statuses(g); !strings.HasSuffix(got, "slow=STEP:STARTED") {
 		t.Errorf("history after cancellation: %s", got)
+	}
+}
+
+// TestCrashWithIdempotencyKey repeats the lost-checkpoint crash with the step's
+// side effect behind idempotency.Execute keyed by durable.IdempotencyKey: the
+// step body runs twice, the effect once.
+func TestCrashWithIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	f := lambdafake.New(arn, json.RawMessage(`{}`), start)
+	lost := false
+	f.FailCheckpoint = func(in *lambda.CheckpointDurableExecutionInput) error {
+		if !lost && in.Updates[0].Action == types.OperationActionSucceed {
+			lost = true
+			return errors.New("connection reset")
+		}
+		return nil
+	}
+	mgr, err := idempotency.New(idempotencytest.NewMemoryStore(), idempotency.Options{KeyPrefix: "mail", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies, emails := 0, 0
+	var keys []string
+	h := handler(t, f, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+		return durable.Step(dc, "email", func(ctx context.Context) (string, error) {
+			bodies++
+			key, err := durable.IdempotencyKey(ctx)
+			if err != nil {
+				return "", err
+			}
+			keys = append(keys, key)
+			return idempotency.Execute(ctx, mgr, map[string]string{"stepKey": key}, func(context.Context) (string, error) {
+				emails++
+				return "message-1", nil
+			})
+		})
+	}, durable.Options{})
+	if _, err := f.Drive(context.Background(), h, 5); !errors.Is(err, durable.ErrCheckpoint) {
+		t.Fatalf("first invocation: %v", err)
+	}
+	out, err := f.Drive(context.Background(), h, 5)
+	if err != nil || aws.ToString(out.Result) != `"message-1"` {
+		t.Fatal(out, err)
+	}
+	if bodies != 2 || emails != 1 || keys[0] != keys[1] {
+		t.Errorf("step body ran %d times, email sent %d times, keys %v; want 2, 1, equal keys", bodies, emails, keys)
+	}
+	if _, err := durable.IdempotencyKey(context.Background()); !errors.Is(err, durable.ErrNotInStep) {
+		t.Errorf("outside a step: %v", err)
 	}
 }

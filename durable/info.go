@@ -2,9 +2,14 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 )
+
+// ErrNotInStep: the context is not a step's or callback submitter's.
+var ErrNotInStep = errors.New("durable: context is not a durable step's")
 
 // Info identifies the durable work a context belongs to. Each field is its own
 // attribute: the execution ARN is not a request ID, and a resumed execution keeps
@@ -63,3 +68,17 @@ func (h *replayHandler) WithGroup(name string) slog.Handler {
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+// IdempotencyKey derives a deterministic key for the step whose context ctx is,
+// from the execution ARN and the operation ID: the same in every attempt and
+// every invocation, never a request ID, clock or random value. Pass it to
+// idempotency.Execute (as {"stepKey": key}) or to a downstream API that accepts
+// idempotency keys, so a step re-run after a lost SUCCEED checkpoint does not
+// repeat its side effect.
+func IdempotencyKey(ctx context.Context) (string, error) {
+	info, ok := InfoFrom(ctx)
+	if !ok || info.OperationID == "" {
+		return "", ErrNotInStep
+	}
+	return "cairn-durable-v1:" + strconv.Itoa(len(info.ExecutionArn)) + ":" + info.ExecutionArn + ":" + strconv.Itoa(len(info.OperationID)) + ":" + info.OperationID, nil
+}
