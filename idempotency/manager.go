@@ -37,6 +37,10 @@ type Options struct {
 	// PayloadValidationJMESPath selects the part of the payload whose hash must match
 	// the stored record's; empty disables validation.
 	PayloadValidationJMESPath string
+	// JMESPathFunctions adds custom functions to both expressions. Arguments arrive as
+	// encoding/json decodes them (map[string]any, []any, float64, string, bool, nil);
+	// the result must be JSON-encodable. Names may not shadow built-in functions.
+	JMESPathFunctions map[string]JMESPathFunction
 	// ThrowOnNoKey rejects requests whose key selection is missing (null, undefined,
 	// or — as in the reference — any falsy value or object/array without a truthy
 	// member) with a *KeyError. Otherwise a null selection bypasses idempotency.
@@ -59,6 +63,34 @@ type Options struct {
 	Logger *slog.Logger
 	// LookupEnv reads environment variables; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+}
+
+// JMESPathFunction is a custom JMESPath function; see Options.JMESPathFunctions.
+type JMESPathFunction func(args []any) (any, error)
+
+func customFunctions(in map[string]JMESPathFunction) map[string]jmespath.Func {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]jmespath.Func, len(in))
+	for name, f := range in {
+		out[name] = func(args []jsvalue.Value) (jsvalue.Value, error) {
+			goArgs := make([]any, len(args))
+			for i, a := range args {
+				if b, ok := jsvalue.Stringify(a); ok {
+					if err := json.Unmarshal(b, &goArgs[i]); err != nil {
+						return jsvalue.Value{}, err
+					}
+				}
+			}
+			r, err := f(goArgs)
+			if err != nil {
+				return jsvalue.Value{}, err
+			}
+			return toValue(r)
+		}
+	}
+	return out
 }
 
 // Manager makes operations idempotent against a Store. It is safe for concurrent use;
@@ -127,15 +159,16 @@ func New(store Store, opts Options) (*Manager, error) {
 		}
 	}
 	m.ttlSeconds = ttl.Seconds()
+	custom := customFunctions(opts.JMESPathFunctions)
 	if opts.EventKeyJMESPath != "" {
-		q, err := jmespath.Compile(opts.EventKeyJMESPath)
+		q, err := jmespath.Compile(opts.EventKeyJMESPath, custom)
 		if err != nil {
 			return nil, &OptionError{Field: "EventKeyJMESPath", Value: opts.EventKeyJMESPath, Reason: err.Error()}
 		}
 		m.keyQuery = q
 	}
 	if opts.PayloadValidationJMESPath != "" {
-		q, err := jmespath.Compile(opts.PayloadValidationJMESPath)
+		q, err := jmespath.Compile(opts.PayloadValidationJMESPath, custom)
 		if err != nil {
 			return nil, &OptionError{Field: "PayloadValidationJMESPath", Value: opts.PayloadValidationJMESPath, Reason: err.Error()}
 		}

@@ -615,3 +615,38 @@ func TestInvalidStoredStatus(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestCustomJMESPathFunctions(t *testing.T) {
+	t.Parallel()
+	upper := func(args []any) (any, error) {
+		s, ok := args[0].(string)
+		if !ok {
+			return nil, errors.New("want a string")
+		}
+		return map[string]any{"id": strings.ToUpper(s)}, nil
+	}
+	m := newManager(t, idempotencytest.NewMemoryStore(), func(o *idempotency.Options) {
+		o.EventKeyJMESPath = "normalize(id)"
+		o.PayloadValidationJMESPath = ""
+		o.JMESPathFunctions = map[string]idempotency.JMESPathFunction{"normalize": upper}
+	})
+	a, _, _, err := m.Key(order{"ord-1", 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _, _ := m.Key(order{"ORD-1", 2})
+	want, _ := idempotency.Key("process-order", map[string]any{"id": "ORD-1"}, idempotency.MD5)
+	if a != b || a != want {
+		t.Fatalf("keys %s %s, want %s", a, b, want)
+	}
+	if _, _, _, err := m.Key(map[string]any{"id": 1}); !errors.Is(err, idempotency.ErrKey) {
+		t.Fatalf("function error: %v", err)
+	}
+	_, err = idempotency.New(idempotencytest.NewMemoryStore(), idempotency.Options{
+		EventKeyJMESPath: "length(id)", LookupEnv: noEnv,
+		JMESPathFunctions: map[string]idempotency.JMESPathFunction{"length": upper},
+	})
+	if !errors.Is(err, idempotency.ErrInvalidOption) {
+		t.Fatalf("shadowing a built-in: %v", err)
+	}
+}

@@ -24,40 +24,40 @@ type arg struct {
 type function struct {
 	specs    [][]string
 	variadic bool
-	call     func(args []arg) (jsvalue.Value, error)
+	call     func(in *interp, args []arg) (jsvalue.Value, error)
 }
 
 var functions map[string]function
 
 func init() {
-	num := func(f func(float64) float64) func([]arg) (jsvalue.Value, error) {
-		return func(a []arg) (jsvalue.Value, error) { return jsvalue.Num(f(a[0].v.N)), nil }
+	num := func(f func(float64) float64) func(*interp, []arg) (jsvalue.Value, error) {
+		return func(in *interp, a []arg) (jsvalue.Value, error) { return jsvalue.Num(f(a[0].v.N)), nil }
 	}
 	functions = map[string]function{
 		"abs":   {specs: [][]string{{"number"}}, call: num(math.Abs)},
 		"ceil":  {specs: [][]string{{"number"}}, call: num(math.Ceil)},
 		"floor": {specs: [][]string{{"number"}}, call: num(math.Floor)},
-		"avg": {specs: [][]string{{"array-number"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"avg": {specs: [][]string{{"array-number"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			return jsvalue.Num(sum(a[0].v.Arr) / float64(len(a[0].v.Arr))), nil
 		}},
-		"sum": {specs: [][]string{{"array-number"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"sum": {specs: [][]string{{"array-number"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			return jsvalue.Num(sum(a[0].v.Arr)), nil
 		}},
-		"contains": {specs: [][]string{{"array", "string"}, {"any"}}, call: fnContains},
-		"ends_with": {specs: [][]string{{"string"}, {"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"contains": {specs: [][]string{{"array", "string"}, {"any"}}, call: func(_ *interp, a []arg) (jsvalue.Value, error) { return fnContains(a) }},
+		"ends_with": {specs: [][]string{{"string"}, {"string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			return jsvalue.BoolOf(strings.HasSuffix(a[0].v.S, a[1].v.S)), nil
 		}},
-		"starts_with": {specs: [][]string{{"string"}, {"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"starts_with": {specs: [][]string{{"string"}, {"string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			return jsvalue.BoolOf(strings.HasPrefix(a[0].v.S, a[1].v.S)), nil
 		}},
-		"join": {specs: [][]string{{"string"}, {"array-string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"join": {specs: [][]string{{"string"}, {"array-string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			parts := make([]string, len(a[1].v.Arr))
 			for i, e := range a[1].v.Arr {
 				parts[i] = e.S
 			}
 			return jsvalue.Str(strings.Join(parts, a[0].v.S)), nil
 		}},
-		"keys": {specs: [][]string{{"object"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"keys": {specs: [][]string{{"object"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			keys := a[0].v.Obj.Keys()
 			out := make([]jsvalue.Value, len(keys))
 			for i, k := range keys {
@@ -65,10 +65,10 @@ func init() {
 			}
 			return jsvalue.ArrayOf(out), nil
 		}},
-		"values": {specs: [][]string{{"object"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"values": {specs: [][]string{{"object"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			return jsvalue.ArrayOf(a[0].v.Obj.Values()), nil
 		}},
-		"length": {specs: [][]string{{"array", "string", "object"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"length": {specs: [][]string{{"array", "string", "object"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			switch v := a[0].v; v.Kind {
 			case jsvalue.Object:
 				return jsvalue.Num(float64(v.Obj.Len())), nil
@@ -78,10 +78,10 @@ func init() {
 				return jsvalue.Num(float64(len(v.Arr))), nil
 			}
 		}},
-		"map": {specs: [][]string{{"expression"}, {"array"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"map": {specs: [][]string{{"expression"}, {"array"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			out := make([]jsvalue.Value, len(a[1].v.Arr))
 			for i, e := range a[1].v.Arr {
-				r, err := visit(a[0].expr, e)
+				r, err := in.visit(a[0].expr, e)
 				if err != nil {
 					return jsvalue.Value{}, err
 				}
@@ -92,11 +92,11 @@ func init() {
 			}
 			return jsvalue.ArrayOf(out), nil
 		}},
-		"max":    {specs: [][]string{{"array-number", "array-string"}}, call: func(a []arg) (jsvalue.Value, error) { return extreme(a[0].v.Arr, 1), nil }},
-		"min":    {specs: [][]string{{"array-number", "array-string"}}, call: func(a []arg) (jsvalue.Value, error) { return extreme(a[0].v.Arr, -1), nil }},
-		"max_by": {specs: [][]string{{"array"}, {"expression"}}, call: func(a []arg) (jsvalue.Value, error) { return extremeBy(a, 1) }},
-		"min_by": {specs: [][]string{{"array"}, {"expression"}}, call: func(a []arg) (jsvalue.Value, error) { return extremeBy(a, -1) }},
-		"merge": {specs: [][]string{{"object"}}, variadic: true, call: func(a []arg) (jsvalue.Value, error) {
+		"max":    {specs: [][]string{{"array-number", "array-string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) { return extreme(a[0].v.Arr, 1), nil }},
+		"min":    {specs: [][]string{{"array-number", "array-string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) { return extreme(a[0].v.Arr, -1), nil }},
+		"max_by": {specs: [][]string{{"array"}, {"expression"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) { return in.extremeBy(a, 1) }},
+		"min_by": {specs: [][]string{{"array"}, {"expression"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) { return in.extremeBy(a, -1) }},
+		"merge": {specs: [][]string{{"object"}}, variadic: true, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			o := jsvalue.NewObj()
 			for _, x := range a {
 				for _, k := range x.v.Obj.Keys() {
@@ -106,7 +106,7 @@ func init() {
 			}
 			return jsvalue.ObjectOf(o), nil
 		}},
-		"not_null": {specs: [][]string{}, variadic: true, call: func(a []arg) (jsvalue.Value, error) {
+		"not_null": {specs: [][]string{}, variadic: true, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			for _, x := range a {
 				if x.v.Kind != jsvalue.Null {
 					if !x.v.Truthy() { // args.find(...) || null
@@ -117,7 +117,7 @@ func init() {
 			}
 			return jsvalue.NullValue, nil
 		}},
-		"reverse": {specs: [][]string{{"string", "array"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"reverse": {specs: [][]string{{"string", "array"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			if a[0].v.Kind == jsvalue.Array {
 				out := slices.Clone(a[0].v.Arr)
 				slices.Reverse(out)
@@ -127,19 +127,19 @@ func init() {
 			slices.Reverse(u)
 			return jsvalue.Str(jsvalue.FromUTF16(u)), nil
 		}},
-		"sort": {specs: [][]string{{"array-number", "array-string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"sort": {specs: [][]string{{"array-number", "array-string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			out := slices.Clone(a[0].v.Arr)
 			sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
 			return jsvalue.ArrayOf(out), nil
 		}},
-		"sort_by": {specs: [][]string{{"array"}, {"expression"}}, call: fnSortBy},
-		"to_array": {specs: [][]string{{"any"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"sort_by": {specs: [][]string{{"array"}, {"expression"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) { return in.fnSortBy(a) }},
+		"to_array": {specs: [][]string{{"any"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			if a[0].v.Kind == jsvalue.Array {
 				return a[0].v, nil
 			}
 			return jsvalue.ArrayOf([]jsvalue.Value{a[0].v}), nil
 		}},
-		"to_number": {specs: [][]string{{"any"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"to_number": {specs: [][]string{{"any"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			switch v := a[0].v; v.Kind {
 			case jsvalue.Number:
 				return v, nil
@@ -152,7 +152,7 @@ func init() {
 			}
 			return jsvalue.NullValue, nil
 		}},
-		"to_string": {specs: [][]string{{"any"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"to_string": {specs: [][]string{{"any"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			if a[0].v.Kind == jsvalue.String {
 				return a[0].v, nil
 			}
@@ -162,26 +162,26 @@ func init() {
 			}
 			return jsvalue.Str(string(out)), nil
 		}},
-		"type": {specs: [][]string{{"any"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"type": {specs: [][]string{{"any"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			return jsvalue.Str(typeName(a[0].v)), nil
 		}},
 		// Powertools functions. The reference swallows their runtime failures (bad
 		// base64, bad gzip, bad JSON), so the call evaluates to undefined.
-		"powertools_json": {specs: [][]string{{"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"powertools_json": {specs: [][]string{{"string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			v, err := jsvalue.ParseWTF8([]byte(a[0].v.S))
 			if err != nil {
 				return jsvalue.Value{}, nil
 			}
 			return v, nil
 		}},
-		"powertools_base64": {specs: [][]string{{"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"powertools_base64": {specs: [][]string{{"string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			b, ok := fromBase64(a[0].v.S)
 			if !ok {
 				return jsvalue.Value{}, nil
 			}
 			return jsvalue.Str(jsvalue.FromGo(string(b))), nil
 		}},
-		"powertools_base64_gzip": {specs: [][]string{{"string"}}, call: func(a []arg) (jsvalue.Value, error) {
+		"powertools_base64_gzip": {specs: [][]string{{"string"}}, call: func(in *interp, a []arg) (jsvalue.Value, error) {
 			b, ok := fromBase64(a[0].v.S)
 			if !ok {
 				return jsvalue.Value{}, nil
@@ -241,13 +241,13 @@ func extreme(xs []jsvalue.Value, sign int) jsvalue.Value {
 	return best
 }
 
-func extremeBy(a []arg, sign int) (jsvalue.Value, error) {
+func (in *interp) extremeBy(a []arg, sign int) (jsvalue.Value, error) {
 	if len(a[0].v.Arr) == 0 {
 		return jsvalue.NullValue, nil
 	}
 	var best, bestKey jsvalue.Value
 	for i, e := range a[0].v.Arr {
-		k, err := visit(a[1].expr, e)
+		k, err := in.visit(a[1].expr, e)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
@@ -261,11 +261,11 @@ func extremeBy(a []arg, sign int) (jsvalue.Value, error) {
 	return best, nil
 }
 
-func fnSortBy(a []arg) (jsvalue.Value, error) {
+func (in *interp) fnSortBy(a []arg) (jsvalue.Value, error) {
 	type keyed struct{ v, k jsvalue.Value }
 	items := make([]keyed, len(a[0].v.Arr))
 	for i, e := range a[0].v.Arr {
-		k, err := visit(a[1].expr, e)
+		k, err := in.visit(a[1].expr, e)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
@@ -429,19 +429,33 @@ func matchesType(a arg, t string) bool {
 	return false
 }
 
-func callFunction(n *node, v jsvalue.Value) (jsvalue.Value, error) {
-	f := functions[n.name]
+func (in *interp) callFunction(n *node, v jsvalue.Value) (jsvalue.Value, error) {
+	f, builtin := functions[n.name]
 	args := make([]arg, len(n.children))
 	for i, c := range n.children {
 		if c.typ == nExpref {
 			args[i] = arg{expr: c.children[0]}
 			continue
 		}
-		r, err := visit(c, v)
+		r, err := in.visit(c, v)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
 		args[i] = arg{v: r}
+	}
+	if !builtin {
+		vals := make([]jsvalue.Value, len(args))
+		for i, a := range args {
+			if a.expr != nil {
+				return jsvalue.Value{}, fmt.Errorf("%w: custom function %s() does not take expression references", ErrEval, n.name)
+			}
+			vals[i] = a.v
+		}
+		r, err := in.custom[n.name](vals)
+		if err != nil {
+			return jsvalue.Value{}, fmt.Errorf("%w: %s(): %w", ErrEval, n.name, err)
+		}
+		return r, nil
 	}
 	if f.variadic && len(args) < len(f.specs) || !f.variadic && len(args) != len(f.specs) {
 		return jsvalue.Value{}, fmt.Errorf("%w: %s() takes %d arguments, got %d", ErrEval, n.name, len(f.specs), len(args))
@@ -455,5 +469,5 @@ func callFunction(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 			return jsvalue.Value{}, fmt.Errorf("%w: invalid type for argument %d of %s(): expected %s, got %s", ErrEval, i+1, n.name, strings.Join(spec, " or "), typeName(a.v))
 		}
 	}
-	return f.call(args)
+	return f.call(in, args)
 }

@@ -8,20 +8,37 @@ import (
 
 // Expr is a compiled JMESPath expression. It is immutable and safe for concurrent use.
 type Expr struct {
-	src  string
-	root *node
+	src    string
+	root   *node
+	custom map[string]Func
 }
 
-// Compile parses expr.
-func Compile(expr string) (*Expr, error) {
+// Func is a custom function. It receives the evaluated arguments (expression
+// references are not supported) and returns the result.
+type Func func(args []jsvalue.Value) (jsvalue.Value, error)
+
+// Compile parses expr. custom adds functions; a custom name may not shadow a built-in.
+func Compile(expr string, custom ...map[string]Func) (*Expr, error) {
 	root, err := parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFunctions(root); err != nil {
+	e := &Expr{src: expr, root: root}
+	for _, m := range custom {
+		for name, f := range m {
+			if _, builtin := functions[name]; builtin {
+				return nil, fmt.Errorf("%w: custom function %s() shadows a built-in", ErrSyntax, name)
+			}
+			if e.custom == nil {
+				e.custom = map[string]Func{}
+			}
+			e.custom[name] = f
+		}
+	}
+	if err := e.checkFunctions(root); err != nil {
 		return nil, err
 	}
-	return &Expr{src: expr, root: root}, nil
+	return e, nil
 }
 
 // String returns the source expression.
@@ -29,19 +46,23 @@ func (e *Expr) String() string { return e.src }
 
 // Search evaluates the expression against data.
 func (e *Expr) Search(data jsvalue.Value) (jsvalue.Value, error) {
-	return visit(e.root, data)
+	return (&interp{custom: e.custom}).visit(e.root, data)
 }
+
+type interp struct{ custom map[string]Func }
 
 // checkFunctions rejects unknown function names at compile time; the reference
 // rejects them on first evaluation, which for a key expression is every request.
-func checkFunctions(n *node) error {
+func (e *Expr) checkFunctions(n *node) error {
 	if n.typ == nFunction {
-		if _, ok := functions[n.name]; !ok {
+		_, builtin := functions[n.name]
+		_, custom := e.custom[n.name]
+		if !builtin && !custom {
 			return fmt.Errorf("%w: unknown function: %s()", ErrSyntax, n.name)
 		}
 	}
 	for _, c := range n.children {
-		if err := checkFunctions(c); err != nil {
+		if err := e.checkFunctions(c); err != nil {
 			return err
 		}
 	}
@@ -104,13 +125,13 @@ func strictEqual(a, b jsvalue.Value) bool {
 	}
 }
 
-func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
+func (in *interp) visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 	switch n.typ {
 	case nSubexpression, nIndexExpression, nPipe:
 		result := v
 		for _, c := range n.children {
 			var err error
-			if result, err = visit(c, result); err != nil {
+			if result, err = in.visit(c, result); err != nil {
 				return jsvalue.Value{}, err
 			}
 		}
@@ -124,11 +145,11 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		return jsvalue.NullValue, nil
 	case nComparator:
-		l, err := visit(n.children[0], v)
+		l, err := in.visit(n.children[0], v)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
-		r, err := visit(n.children[1], v)
+		r, err := in.visit(n.children[1], v)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
@@ -156,22 +177,22 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 	case nExpref:
 		return jsvalue.Value{}, fmt.Errorf("%w: expression reference used outside a function argument", ErrEval)
 	case nFunction:
-		return callFunction(n, v)
+		return in.callFunction(n, v)
 	case nFilterProjection:
-		base, err := visit(n.children[0], v)
+		base, err := in.visit(n.children[0], v)
 		if err != nil || base.Kind != jsvalue.Array {
 			return jsvalue.NullValue, err
 		}
 		out := []jsvalue.Value{}
 		for _, item := range base.Arr {
-			c, err := visit(n.children[2], item)
+			c, err := in.visit(n.children[2], item)
 			if err != nil {
 				return jsvalue.Value{}, err
 			}
 			if !truthy(c) {
 				continue
 			}
-			cur, err := visit(n.children[1], item)
+			cur, err := in.visit(n.children[1], item)
 			if err != nil {
 				return jsvalue.Value{}, err
 			}
@@ -181,7 +202,7 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		return jsvalue.ArrayOf(out), nil
 	case nFlatten:
-		base, err := visit(n.children[0], v)
+		base, err := in.visit(n.children[0], v)
 		if err != nil || base.Kind != jsvalue.Array {
 			return jsvalue.NullValue, err
 		}
@@ -219,7 +240,7 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		o := jsvalue.NewObj()
 		for i, c := range n.children {
-			r, err := visit(c, v)
+			r, err := in.visit(c, v)
 			if err != nil {
 				return jsvalue.Value{}, err
 			}
@@ -232,7 +253,7 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		out := make([]jsvalue.Value, 0, len(n.children))
 		for _, c := range n.children {
-			r, err := visit(c, v)
+			r, err := in.visit(c, v)
 			if err != nil {
 				return jsvalue.Value{}, err
 			}
@@ -240,22 +261,22 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		return jsvalue.ArrayOf(out), nil
 	case nOr, nAnd:
-		l, err := visit(n.children[0], v)
+		l, err := in.visit(n.children[0], v)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
 		if truthy(l) == (n.typ == nOr) {
 			return l, nil
 		}
-		return visit(n.children[1], v)
+		return in.visit(n.children[1], v)
 	case nNot:
-		r, err := visit(n.children[0], v)
+		r, err := in.visit(n.children[0], v)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
 		return jsvalue.BoolOf(!truthy(r)), nil
 	case nProjection, nValueProjection:
-		base, err := visit(n.children[0], v)
+		base, err := in.visit(n.children[0], v)
 		if err != nil {
 			return jsvalue.Value{}, err
 		}
@@ -270,7 +291,7 @@ func visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		out := []jsvalue.Value{}
 		for _, item := range items {
-			cur, err := visit(n.children[1], item)
+			cur, err := in.visit(n.children[1], item)
 			if err != nil {
 				return jsvalue.Value{}, err
 			}
