@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,24 +149,40 @@ func TestSteps(t *testing.T) {
 	}
 }
 
-// Parallel fans out three steps with Go and sums them.
-type Parallel struct{ running, peak *atomic.Int32 }
+// Parallel fans out n steps with Go and sums them. Each step waits until all n have
+// started, so the run only completes if the steps really run at the same time.
+type Parallel struct{ barrier *barrier }
+
+type barrier struct {
+	mu      sync.Mutex
+	n, seen int
+	all     chan struct{}
+}
+
+func (b *barrier) arrive() error {
+	b.mu.Lock()
+	b.seen++
+	if b.seen == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+		return nil
+	case <-time.After(10 * time.Second):
+		return workflow.Fatal(errors.New("steps did not run in parallel"))
+	}
+}
 
 func (w Parallel) Run(ctx workflow.Context, n int) (int, error) {
 	var fs []*workflow.Future[int]
 	for i := range n {
 		fs = append(fs, workflow.Go(ctx, fmt.Sprintf("square %d", i), func(_ context.Context, x int) (int, error) {
-			cur := w.running.Add(1)
-			defer w.running.Add(-1)
-			for {
-				p := w.peak.Load()
-				if cur <= p || w.peak.CompareAndSwap(p, cur) {
-					break
-				}
+			if err := w.barrier.arrive(); err != nil {
+				return 0, err
 			}
-			time.Sleep(30 * time.Millisecond)
 			return x * x, nil
-		}, i))
+		}, i, workflow.WithMaxAttempts(1)))
 	}
 	sum := 0
 	for _, f := range fs {
@@ -182,7 +197,7 @@ func (w Parallel) Run(ctx workflow.Context, n int) (int, error) {
 
 func TestParallelFutures(t *testing.T) {
 	t.Parallel()
-	wf := Parallel{running: &atomic.Int32{}, peak: &atomic.Int32{}}
+	wf := Parallel{barrier: &barrier{n: 4, all: make(chan struct{})}}
 	h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(wf))
 	run, err := workflow.Start(context.Background(), h.c, wf, 4)
 	if err != nil {
@@ -191,9 +206,6 @@ func TestParallelFutures(t *testing.T) {
 	got, err := run.Result(resultCtx(t))
 	if err != nil || got != 0+1+4+9 {
 		t.Fatalf("Result = %d, %v", got, err)
-	}
-	if wf.peak.Load() < 2 {
-		t.Fatalf("steps never overlapped (peak %d): futures did not run in parallel", wf.peak.Load())
 	}
 }
 
