@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/cairn-go/cairn/checkpoint"
 	"github.com/cairn-go/cairn/durable"
 	"github.com/cairn-go/cairn/durable/lambdafake"
 	"github.com/cairn-go/cairn/idempotency"
@@ -411,5 +412,40 @@ func TestCrashWithIdempotencyKey(t *testing.T) {
 	}
 	if _, err := durable.IdempotencyKey(context.Background()); !errors.Is(err, durable.ErrNotInStep) {
 		t.Errorf("outside a step: %v", err)
+	}
+}
+
+// TestCorruptHistory: a step result edited in the service's history is refused by
+// the checkpoint integrity sum instead of being fed to the workflow, and a
+// history without its EXECUTION operation is invalid input.
+func TestCorruptHistory(t *testing.T) {
+	t.Parallel()
+	f := lambdafake.New(arn, json.RawMessage(`{}`), start)
+	var seen error
+	h := handler(t, f, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+		v, err := durable.Step(dc, "price", func(context.Context) (int64, error) { return 100, nil })
+		if err != nil {
+			seen = err
+			return nil, err
+		}
+		return v, dc.Wait("w", time.Second)
+	}, durable.Options{})
+	if out, err := h.Handle(context.Background(), f.Input()); err != nil || out.Status != durable.StatusPending {
+		t.Fatal(out, err)
+	}
+	in := f.Input()
+	for i, op := range in.InitialExecutionState.Operations {
+		if aws.ToString(op.Name) == "price" {
+			forged := strings.Replace(aws.ToString(op.StepDetails.Result), `"data":100`, `"data":1`, 1)
+			in.InitialExecutionState.Operations[i].StepDetails.Result = aws.String(forged)
+		}
+	}
+	out, err := h.Handle(context.Background(), in)
+	if err != nil || out.Status != durable.StatusFailed || !errors.Is(seen, checkpoint.ErrTampered) {
+		t.Errorf("tampered result: %+v %v, step error %v", out, err, seen)
+	}
+	in.InitialExecutionState.Operations = in.InitialExecutionState.Operations[1:]
+	if _, err := h.Handle(context.Background(), in); !errors.Is(err, durable.ErrInvalidInput) {
+		t.Errorf("history without EXECUTION: %v", err)
 	}
 }

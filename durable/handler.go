@@ -107,10 +107,17 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		return Output{}, err
 	}
 	var input json.RawMessage
+	found := false
 	for _, op := range dc.ops {
-		if op.Type == types.OperationTypeExecution && op.ExecutionDetails != nil && op.ExecutionDetails.InputPayload != nil {
-			input = json.RawMessage(*op.ExecutionDetails.InputPayload)
+		if op.Type == types.OperationTypeExecution {
+			found = true
+			if op.ExecutionDetails != nil && op.ExecutionDetails.InputPayload != nil {
+				input = json.RawMessage(*op.ExecutionDetails.InputPayload)
+			}
 		}
+	}
+	if !found {
+		return Output{}, fmt.Errorf("%w: history has no EXECUTION operation", ErrInvalidInput)
 	}
 	for id, op := range dc.ops {
 		if op.Type != types.OperationTypeExecution {
