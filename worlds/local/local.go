@@ -163,12 +163,14 @@ func (w *World) migrate(ctx context.Context) error {
 	return tx.Commit()
 }
 
-// write runs fn in an immediate transaction, retrying with jitter while the file
-// is busy or fn reports errRetry, up to maxAttempts, then ErrAppendContention.
+// write runs fn in an immediate transaction, retrying with jitter when fn reports
+// errRetry (up to 16 attempts) or the file stayed locked by another process for
+// a whole BusyTimeout (up to 3 times), then returns ErrAppendContention.
 func (w *World) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	const maxAttempts = 16
+	const maxAttempts, maxBusy = 16, 3
 	var last error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	busy := 0
+	for attempt := 0; attempt < maxAttempts && busy < maxBusy; attempt++ {
 		if attempt > 0 {
 			d := time.Duration(1<<min(attempt, 8)) * time.Millisecond
 			d = d/2 + time.Duration(jitter(int64(d)))
@@ -182,7 +184,9 @@ func (w *World) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, errRetry) && !isBusy(err) {
+		if isBusy(err) {
+			busy++
+		} else if !errors.Is(err, errRetry) {
 			return err
 		}
 		last = err

@@ -380,7 +380,7 @@ func (s *suite) redelivery(t *testing.T) {
 		return nil
 	}
 	w := s.serve(t, r)
-	in := worlds.QueueInput{Kind: worlds.DeliverStep, WorkflowName: "worldtest", RunID: uid(t, "run"), StepID: "s1", Trace: map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+	in := worlds.QueueInput{Kind: worlds.DeliverStep, WorkflowName: "worldtest", RunID: uid(t, "run"), StepID: "s1", Attempt: 3, Trace: map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
 	id, err := w.Queue(ctx(t), in, worlds.QueueOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +390,7 @@ func (s *suite) redelivery(t *testing.T) {
 	if got[0].d.Attempt != 1 || got[1].d.Attempt != 2 {
 		t.Errorf("attempts %d, %d; want 1, 2", got[0].d.Attempt, got[1].d.Attempt)
 	}
-	if got[1].d.Input.StepID != "s1" || got[1].d.Input.Trace["traceparent"] == "" || got[1].d.Input.RunID != in.RunID {
+	if got[1].d.Input.StepID != "s1" || got[1].d.Input.Attempt != 3 || got[1].d.Input.Trace["traceparent"] == "" || got[1].d.Input.RunID != in.RunID {
 		t.Errorf("redelivered input %+v", got[1].d.Input)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -789,7 +789,7 @@ func (s *suite) cancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != worlds.RunCancelled || r.CompletedAt == nil {
+	if r.Status != worlds.RunCancelled || r.CompletedAt == nil || r.CancelReason != "user asked" {
 		t.Errorf("cancelled run %+v", r)
 	}
 	if h, _ := w.GetHook(c, "h-"+runID); h.Status != worlds.HookDisposed {
