@@ -99,6 +99,9 @@ func (e *env) call(t *testing.T, method, path, body string, wantStatus int, out 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if method != "GET" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -322,6 +325,20 @@ func TestBadRequests(t *testing.T) {
 		if body.Error == nil || body.Error == "" {
 			t.Errorf("%s %s: no error message", tc.method, tc.path)
 		}
+	}
+	// A cross-origin form post (no JSON content type) changes nothing.
+	res, err := http.Post(e.srv.URL+"/api/runs", "text/plain", strings.NewReader(`{"workflow":"devui.Approval","input":"mallory"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("text/plain POST: status %d, want 415", res.StatusCode)
+	}
+	var runs worlds.Page[worlds.Run]
+	e.call(t, "GET", "/api/runs", "", 200, &runs)
+	if len(runs.Items) != 0 {
+		t.Fatalf("a text/plain POST started %d runs", len(runs.Items))
 	}
 	id := e.start(t, `"eve"`)
 	v := e.waitFor(t, id, activeHook)

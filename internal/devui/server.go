@@ -11,8 +11,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-go/cairn/workflow"
@@ -89,8 +91,18 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Writes to the UI's API must be JSON: a page
+// on another origin cannot send that content type without a CORS preflight, which
+// this server never grants, so it cannot start, cancel or resume anything.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && strings.HasPrefix(r.URL.Path, "/api/") {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, errors.New("requests that change state need Content-Type: application/json"))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 func randomRunID() string {
 	var b [12]byte

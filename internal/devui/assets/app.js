@@ -18,7 +18,7 @@ function dur(a, b) {
 const pretty = raw => { if (raw == null) return ""; try { return JSON.stringify(raw, null, 2); } catch { return String(raw); } };
 
 async function api(method, path, body) {
-  const res = await fetch(path, {method, headers: body === undefined ? {} : {"Content-Type": "application/json"},
+  const res = await fetch(path, {method, headers: method === "GET" ? {} : {"Content-Type": "application/json"},
     body: body === undefined ? undefined : (typeof body === "string" ? body : JSON.stringify(body))});
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw new Error(data.error?.message || data.error || res.statusText);
