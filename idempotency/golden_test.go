@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"os"
 	"testing"
 
@@ -58,6 +59,9 @@ func TestGoldenKeys(t *testing.T) {
 				LookupEnv:        func(string) (string, bool) { return "", false },
 			})
 			if err != nil {
+				if c.Error != "" && errors.Is(err, idempotency.ErrInvalidOption) {
+					return // rejected at construction instead of on every call
+				}
 				t.Fatal(err)
 			}
 			key, _, ok, err := m.Key(json.RawMessage(payload))

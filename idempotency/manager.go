@@ -93,6 +93,15 @@ func customFunctions(in map[string]JMESPathFunction) map[string]jmespath.Func {
 	return out
 }
 
+// referenceUnusable are expressions the TypeScript library cannot evaluate: its
+// parser caches ASTs in a plain object, so looking up these names finds inherited
+// Object.prototype members instead of a parsed expression.
+var referenceUnusable = map[string]bool{
+	"constructor": true, "hasOwnProperty": true, "isPrototypeOf": true, "propertyIsEnumerable": true,
+	"toLocaleString": true, "toString": true, "valueOf": true, "__defineGetter__": true,
+	"__defineSetter__": true, "__lookupGetter__": true, "__lookupSetter__": true, "__proto__": true,
+}
+
 // Manager makes operations idempotent against a Store. It is safe for concurrent use;
 // create it once, outside the Lambda handler.
 type Manager struct {
@@ -159,6 +168,11 @@ func New(store Store, opts Options) (*Manager, error) {
 		}
 	}
 	m.ttlSeconds = ttl.Seconds()
+	for field, expr := range map[string]string{"EventKeyJMESPath": opts.EventKeyJMESPath, "PayloadValidationJMESPath": opts.PayloadValidationJMESPath} {
+		if referenceUnusable[expr] {
+			return nil, &OptionError{Field: field, Value: expr, Reason: "the reference parser's expression cache resolves this name to an Object.prototype member and fails every call; quote it or use a longer path"}
+		}
+	}
 	custom := customFunctions(opts.JMESPathFunctions)
 	if opts.EventKeyJMESPath != "" {
 		q, err := jmespath.Compile(opts.EventKeyJMESPath, custom)

@@ -69,6 +69,12 @@ func (e *Expr) checkFunctions(n *node) error {
 	return nil
 }
 
+var objectPrototype = map[string]bool{
+	"constructor": true, "hasOwnProperty": true, "isPrototypeOf": true, "propertyIsEnumerable": true,
+	"toLocaleString": true, "toString": true, "valueOf": true, "__defineGetter__": true,
+	"__defineSetter__": true, "__lookupGetter__": true, "__lookupSetter__": true,
+}
+
 // truthy is JMESPath truthiness as the reference implements it: every number is true.
 func truthy(v jsvalue.Value) bool {
 	switch v.Kind {
@@ -94,6 +100,8 @@ func strictEqual(a, b jsvalue.Value) bool {
 	switch a.Kind {
 	case jsvalue.Undefined, jsvalue.Null:
 		return true
+	case jsvalue.Function:
+		return a.S == b.S
 	case jsvalue.Bool:
 		return a.B == b.B
 	case jsvalue.Number:
@@ -142,6 +150,13 @@ func (in *interp) visit(n *node, v jsvalue.Value) (jsvalue.Value, error) {
 		}
 		if f, ok := v.Obj.Get(n.name); ok {
 			return f, nil
+		}
+		// The reference tests `name in value`, which sees Object.prototype.
+		if n.name == "__proto__" {
+			return jsvalue.ObjectOf(jsvalue.NewObj()), nil
+		}
+		if objectPrototype[n.name] {
+			return jsvalue.Value{Kind: jsvalue.Function, S: n.name}, nil
 		}
 		return jsvalue.NullValue, nil
 	case nComparator:

@@ -12,7 +12,7 @@ import (
 // undefined (v itself is undefined). Inside arrays undefined becomes null; inside
 // objects the property is omitted. NaN and ±Infinity become null.
 func Stringify(v Value) (out []byte, ok bool) {
-	if v.Kind == Undefined {
+	if v.Kind == Undefined || v.Kind == Function {
 		return nil, false
 	}
 	return appendValue(nil, v), true
@@ -20,7 +20,7 @@ func Stringify(v Value) (out []byte, ok bool) {
 
 func appendValue(b []byte, v Value) []byte {
 	switch v.Kind {
-	case Null, Undefined:
+	case Null, Undefined, Function:
 		return append(b, "null"...)
 	case Bool:
 		if v.B {
@@ -48,7 +48,7 @@ func appendValue(b []byte, v Value) []byte {
 		first := true
 		for _, k := range v.Obj.Keys() {
 			e, _ := v.Obj.Get(k)
-			if e.Kind == Undefined {
+			if e.Kind == Undefined || e.Kind == Function {
 				continue
 			}
 			if !first {

@@ -20,6 +20,10 @@ const (
 	String
 	Array
 	Object
+	// Function is a function inherited from Object.prototype (toString, constructor…),
+	// which a JMESPath field lookup can reach; S holds its name. JSON.stringify treats
+	// it like undefined.
+	Function
 )
 
 // Value is one JavaScript value. The zero Value is undefined.
@@ -76,7 +80,7 @@ func (v Value) Truthy() bool {
 		return v.N != 0 && !math.IsNaN(v.N)
 	case String:
 		return v.S != ""
-	case Array, Object:
+	case Array, Object, Function:
 		return true
 	default:
 		return false

@@ -75,6 +75,13 @@ const keyCases = [
   { name: 'jmespath_merge', json: '{"a":{"x":1,"__proto__":{"p":1}},"b":{"y":2}}', eventKeyJmesPath: 'merge(a, b)' },
   { name: 'jmespath_quoted', json: '{"with space":{"é":1},"a-b":2}', eventKeyJmesPath: '["with space"."é", "a-b"]' },
   { name: 'jmespath_numbers', json: '{"xs":[3,1.5,-2]}', eventKeyJmesPath: '[sum(xs), avg(xs), max(xs), min(xs), abs(`-3`), ceil(`1.2`), floor(`1.8`), to_number(\'12.50\'), sort(xs)]' },
+  // Field lookups use `name in value`, so Object.prototype members are visible.
+  { name: 'jmespath_inherited_proto', json: '{"a":1}', eventKeyJmesPath: '__proto__' },
+  { name: 'jmespath_inherited_constructor', json: '{"a":1}', eventKeyJmesPath: 'constructor' },
+  { name: 'jmespath_inherited_in_list', json: '{"a":1}', eventKeyJmesPath: '[a, toString, valueOf]' },
+  { name: 'jmespath_inherited_in_hash', json: '{"a":1}', eventKeyJmesPath: '{a: a, t: toString, h: hasOwnProperty}' },
+  { name: 'jmespath_inherited_projection', json: '{"xs":[{"a":1},{"a":2}]}', eventKeyJmesPath: 'xs[*].toString' },
+  { name: 'jmespath_own_constructor', json: '{"constructor":"x"}', eventKeyJmesPath: 'constructor' },
 ];
 
 // Seeded random payloads widen the net: keys from a pool with case ties, Unicode,
