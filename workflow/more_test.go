@@ -17,9 +17,9 @@ import (
 	"github.com/cairn-go/cairn/worlds"
 )
 
-func TestWebhookHandler(t *testing.T) {
+func testWebhookHandler(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Approval{}))
 	run, err := workflow.Start(context.Background(), h.c, Approval{}, "tok-webhook")
 	if err != nil {
@@ -237,13 +237,13 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-func TestReplayAwareLoggingAndObserver(t *testing.T) {
+func testReplayAwareLoggingAndObserver(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
 	buf := &syncBuf{}
 	log := slog.New(workflow.NewLogHandler(slog.NewTextHandler(buf, nil)))
 	obs := &recorder{}
 	wf := Logging{log: log}
-	h := serve(t, memworld.New(), workflow.Config{Observer: obs}, workflow.Use(wf))
+	h := serve(t, newWorld(t), workflow.Config{Observer: obs}, workflow.Use(wf))
 	run, err := workflow.Start(context.Background(), h.c, wf, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -301,9 +301,9 @@ type Unserialisable struct{}
 
 func (Unserialisable) Run(ctx workflow.Context, _ int) (chan int, error) { return make(chan int), nil }
 
-func TestNonSerialisableResult(t *testing.T) {
+func testNonSerialisableResult(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(Unserialisable{}))
+	h := serve(t, newWorld(t), workflow.Config{}, workflow.Use(Unserialisable{}))
 	run, err := workflow.Start(context.Background(), h.c, Unserialisable{}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -336,9 +336,9 @@ func (Rehook) Run(ctx workflow.Context, token string) (string, error) {
 	return second.Receive(ctx)
 }
 
-func TestHookDispose(t *testing.T) {
+func testHookDispose(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Rehook{}))
 	run, err := workflow.Start(context.Background(), h.c, Rehook{}, "tok-rehook")
 	if err != nil {

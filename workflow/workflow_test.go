@@ -12,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cairn-go/cairn/workflow"
-	"github.com/cairn-go/cairn/workflow/internal/memworld"
 	"github.com/cairn-go/cairn/worlds"
 )
 
@@ -100,7 +99,7 @@ func (w ThreeSteps) Run(ctx workflow.Context, in numIn) (int, error) {
 	return n, nil
 }
 
-func TestSteps(t *testing.T) {
+func testSteps(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
 	cases := []struct {
 		name      string
@@ -121,7 +120,7 @@ func TestSteps(t *testing.T) {
 			t.Parallel()
 			c := &counter{}
 			wf := ThreeSteps{c: c, failTimes: tc.failTimes, fatal: tc.fatal}
-			h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(wf))
+			h := serve(t, newWorld(t), workflow.Config{}, workflow.Use(wf))
 			run, err := workflow.Start(context.Background(), h.c, wf, numIn{N: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -195,10 +194,10 @@ func (w Parallel) Run(ctx workflow.Context, n int) (int, error) {
 	return sum, nil
 }
 
-func TestParallelFutures(t *testing.T) {
+func testParallelFutures(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
 	wf := Parallel{barrier: &barrier{n: 4, all: make(chan struct{})}}
-	h := serve(t, memworld.New(), workflow.Config{}, workflow.Use(wf))
+	h := serve(t, newWorld(t), workflow.Config{}, workflow.Use(wf))
 	run, err := workflow.Start(context.Background(), h.c, wf, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +219,9 @@ func (Sleeper) Run(ctx workflow.Context, d time.Duration) (time.Duration, error)
 	return workflow.Now(ctx).Sub(before), nil
 }
 
-func TestSleep(t *testing.T) {
+func testSleep(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Sleeper{}))
 	run, err := workflow.Start(context.Background(), h.c, Sleeper{}, 150*time.Millisecond)
 	if err != nil {
@@ -276,9 +275,9 @@ func waitForHook(t *testing.T, w worlds.World, token string) {
 	t.Fatalf("hook %q never created", token)
 }
 
-func TestHookResume(t *testing.T) {
+func testHookResume(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Approval{}))
 	run, err := workflow.Start(context.Background(), h.c, Approval{}, "tok-hook-resume")
 	if err != nil {
@@ -302,9 +301,9 @@ func TestHookResume(t *testing.T) {
 	}
 }
 
-func TestHookConflict(t *testing.T) {
+func testHookConflict(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Approval{}))
 	first, err := workflow.Start(context.Background(), h.c, Approval{}, "tok-shared")
 	if err != nil {
@@ -323,9 +322,9 @@ func TestHookConflict(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
+func testCancel(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Sleeper{}))
 	run, err := workflow.Start(context.Background(), h.c, Sleeper{}, time.Hour)
 	if err != nil {
@@ -380,9 +379,9 @@ func mustInfo(ctx context.Context) workflow.Info {
 	return info
 }
 
-func TestStreams(t *testing.T) {
+func testStreams(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
-	w := memworld.New()
+	w := newWorld(t)
 	h := serve(t, w, workflow.Config{}, workflow.Use(Streamer{}))
 	run, err := workflow.Start(context.Background(), h.c, Streamer{}, 3)
 	if err != nil {

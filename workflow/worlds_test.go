@@ -1,0 +1,53 @@
+package workflow_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairn-go/cairn/workflow/internal/memworld"
+	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/local"
+)
+
+// testWorlds are the Worlds the runtime tests run on: the in-memory test World and
+// the embedded SQLite World.
+var testWorlds = []struct {
+	name string
+	open func(*testing.T) worlds.World
+}{
+	{"mem", func(*testing.T) worlds.World { return memworld.New() }},
+	{"local", func(t *testing.T) worlds.World {
+		w, err := local.Open(context.Background(), local.Config{Path: local.Memory})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		return w
+	}},
+}
+
+// TestOnWorlds runs each runtime test on every World. Each test calls t.Parallel.
+func TestOnWorlds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		f    func(*testing.T, func(*testing.T) worlds.World)
+	}{
+		{"Steps", testSteps},
+		{"ParallelFutures", testParallelFutures},
+		{"Sleep", testSleep},
+		{"HookResume", testHookResume},
+		{"HookConflict", testHookConflict},
+		{"HookDispose", testHookDispose},
+		{"Cancel", testCancel},
+		{"Streams", testStreams},
+		{"WebhookHandler", testWebhookHandler},
+		{"ReplayAwareLoggingAndObserver", testReplayAwareLoggingAndObserver},
+		{"NonSerialisableResult", testNonSerialisableResult},
+	}
+	for _, w := range testWorlds {
+		for _, tc := range tests {
+			t.Run(w.name+"/"+tc.name, func(t *testing.T) { tc.f(t, w.open) })
+		}
+	}
+}
