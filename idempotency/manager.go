@@ -41,6 +41,11 @@ type Options struct {
 	// encoding/json decodes them (map[string]any, []any, float64, string, bool, nil);
 	// the result must be JSON-encodable. Names may not shadow built-in functions.
 	JMESPathFunctions map[string]JMESPathFunction
+	// SerializeKey, when set, replaces JSON.stringify(deepSort(selection)) for both the
+	// key and the validation hash, for a deliberate canonicalisation contract. It
+	// receives the selection as encoding/json decodes it. Keys then no longer match
+	// the TypeScript library's unless its side uses the same serialisation.
+	SerializeKey func(selection any) ([]byte, error)
 	// ThrowOnNoKey rejects requests whose key selection is missing (null, undefined,
 	// or — as in the reference — any falsy value or object/array without a truthy
 	// member) with a *KeyError. Otherwise a null selection bypasses idempotency.
@@ -118,6 +123,7 @@ type Manager struct {
 	clock        func() time.Time
 	log          *slog.Logger
 	disabled     bool
+	serialize    func(any) ([]byte, error)
 }
 
 var (
@@ -142,6 +148,7 @@ func New(store Store, opts Options) (*Manager, error) {
 		clock:        opts.Clock,
 		log:          opts.Logger,
 		keyExpr:      opts.EventKeyJMESPath,
+		serialize:    opts.SerializeKey,
 	}
 	if m.alg == "" {
 		m.alg = MD5
@@ -245,7 +252,7 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		}
 		m.log.Warn("idempotency: no value found for idempotency key", "jmespath", m.keyExpr)
 	}
-	digest, err := hashValue(sel, m.alg)
+	digest, err := m.hash(sel)
 	if err != nil {
 		return "", "", false, &KeyError{Query: m.keyExpr, Reason: "cannot hash key selection", Err: err}
 	}
@@ -255,11 +262,29 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		if err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "validation expression failed", Err: err}
 		}
-		if vhash, err = hashValue(v, m.alg); err != nil {
+		if vhash, err = m.hash(v); err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "cannot hash validation selection", Err: err}
 		}
 	}
 	return m.prefix + "#" + digest, vhash, true, nil
+}
+
+// hash digests a selection with the canonical form or the custom serialiser.
+func (m *Manager) hash(v jsvalue.Value) (string, error) {
+	if m.serialize == nil {
+		return hashValue(v, m.alg)
+	}
+	var goValue any
+	if b, ok := jsvalue.Stringify(v); ok {
+		if err := json.Unmarshal(b, &goValue); err != nil {
+			return "", err
+		}
+	}
+	b, err := m.serialize(goValue)
+	if err != nil {
+		return "", err
+	}
+	return m.alg.digest(b)
 }
 
 // missingKey is the reference's isMissingIdempotencyKey.

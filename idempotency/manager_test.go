@@ -650,3 +650,28 @@ func TestCustomJMESPathFunctions(t *testing.T) {
 		t.Fatalf("shadowing a built-in: %v", err)
 	}
 }
+
+func TestSerializeKey(t *testing.T) {
+	t.Parallel()
+	var seen []any
+	m := newManager(t, idempotencytest.NewMemoryStore(), func(o *idempotency.Options) {
+		o.SerializeKey = func(v any) ([]byte, error) {
+			seen = append(seen, v)
+			if v == "fail" {
+				return nil, errors.New("cannot serialise")
+			}
+			return json.Marshal(map[string]any{"v": v})
+		}
+	})
+	key, vhash, ok, err := m.Key(order{"ORD-1", 42})
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	want, _ := idempotency.Key("process-order", map[string]any{"v": "ORD-1"}, idempotency.MD5)
+	if key != want || vhash == "" || len(seen) != 2 || seen[1] != float64(42) {
+		t.Fatalf("key %s want %s, vhash %q, seen %v", key, want, vhash, seen)
+	}
+	if _, _, _, err := m.Key(order{"fail", 1}); !errors.Is(err, idempotency.ErrKey) {
+		t.Fatalf("serialiser error: %v", err)
+	}
+}
