@@ -1,10 +1,13 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
@@ -85,9 +88,75 @@ func (p *Permanent) Unwrap() error { return p.Err }
 func Fatal(err error) error { return &Permanent{Err: err} }
 
 func decodeInput(b []byte) (Input, error) {
-	var in Input
-	if err := json.Unmarshal(b, &in); err != nil {
+	var wire struct {
+		DurableExecutionArn   string
+		CheckpointToken       string
+		InitialExecutionState struct {
+			Operations []map[string]any
+			NextMarker *string
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&wire); err != nil {
 		return Input{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
+	in := Input{DurableExecutionArn: wire.DurableExecutionArn, CheckpointToken: wire.CheckpointToken}
+	in.InitialExecutionState.NextMarker = wire.InitialExecutionState.NextMarker
+	for i, raw := range wire.InitialExecutionState.Operations {
+		op, err := decodeOperation(raw)
+		if err != nil {
+			return Input{}, fmt.Errorf("%w: operation %d: %v", ErrInvalidInput, i, err)
+		}
+		in.InitialExecutionState.Operations = append(in.InitialExecutionState.Operations, op)
+	}
 	return in, nil
+}
+
+// decodeOperation reads an Operation of the invocation payload. The payload
+// carries timestamps as epoch numbers (the AWS JSON convention: seconds, possibly
+// fractional; values too large to be seconds are read as milliseconds), while
+// types.Operation's time fields decode only RFC 3339 with encoding/json; both are
+// accepted.
+func decodeOperation(raw map[string]any) (types.Operation, error) {
+	fix := func(m map[string]any, key string) error {
+		n, ok := m[key].(json.Number)
+		if !ok {
+			return nil
+		}
+		f, err := n.Float64()
+		if err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+		var t time.Time
+		if math.Abs(f) >= 1e11 {
+			t = time.UnixMilli(int64(f))
+		} else {
+			sec, frac := math.Modf(f)
+			t = time.Unix(int64(sec), int64(frac*1e9))
+		}
+		m[key] = t.UTC().Format(time.RFC3339Nano)
+		return nil
+	}
+	for _, key := range []string{"StartTimestamp", "EndTimestamp"} {
+		if err := fix(raw, key); err != nil {
+			return types.Operation{}, err
+		}
+	}
+	for details, key := range map[string]string{"StepDetails": "NextAttemptTimestamp", "WaitDetails": "ScheduledEndTimestamp"} {
+		if m, ok := raw[details].(map[string]any); ok {
+			if err := fix(m, key); err != nil {
+				return types.Operation{}, err
+			}
+		}
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return types.Operation{}, err
+	}
+	var op types.Operation
+	if err := json.Unmarshal(b, &op); err != nil {
+		return types.Operation{}, err
+	}
+	return op, nil
 }

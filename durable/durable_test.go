@@ -322,8 +322,9 @@ func TestNondeterminismAndBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	name = "renamed"
-	if _, err := h.Handle(context.Background(), f.Input()); !errors.Is(err, durable.ErrNondeterministic) {
-		t.Errorf("renamed step: %v", err)
+	if out, err := h.Handle(context.Background(), f.Input()); err != nil || out.Status != durable.StatusFailed ||
+		aws.ToString(out.Error.ErrorType) != "durable.Nondeterministic" {
+		t.Errorf("renamed step: %+v %v", out, err)
 	}
 	for _, payload := range []string{`{`, `{"CheckpointToken":"t"}`, `{"DurableExecutionArn":"a"}`} {
 		if _, err := h.Invoke(context.Background(), json.RawMessage(payload)); !errors.Is(err, durable.ErrInvalidInput) {
@@ -447,5 +448,44 @@ func TestCorruptHistory(t *testing.T) {
 	in.InitialExecutionState.Operations = in.InitialExecutionState.Operations[1:]
 	if _, err := h.Handle(context.Background(), in); !errors.Is(err, durable.ErrInvalidInput) {
 		t.Errorf("history without EXECUTION: %v", err)
+	}
+}
+
+// TestInvocationPayloadWireShape decodes a payload written the way the service
+// documents it: PascalCase members and epoch-number timestamps.
+func TestInvocationPayloadWireShape(t *testing.T) {
+	t.Parallel()
+	payload := `{
+	  "DurableExecutionArn": "` + arn + `",
+	  "CheckpointToken": "token-1",
+	  "InitialExecutionState": {
+	    "Operations": [
+	      {"Id": "execution", "Type": "EXECUTION", "Status": "STARTED", "StartTimestamp": 1791460800.25,
+	       "ExecutionDetails": {"InputPayload": "{\"n\":2}"}},
+	      {"Id": "1", "Name": "double", "Type": "STEP", "Status": "SUCCEEDED", "StartTimestamp": 1791460800500, "EndTimestamp": "2026-10-08T12:00:01Z",
+	       "StepDetails": {"Attempt": 1, "Result": null}}
+	    ]
+	  }
+	}`
+	ran := false
+	h, err := durable.NewHandler(&recordingAPI{API: lambdafake.New(arn, nil, start), tokens: new([]string)}, func(ctx context.Context, dc *durable.Context, in json.RawMessage) (any, error) {
+		if _, err := durable.Step(dc, "double", func(context.Context) (int, error) { ran = true; return 0, nil }); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(in), nil
+	}, durable.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Invoke(context.Background(), json.RawMessage(payload))
+	if err != nil || out.Status != durable.StatusSucceeded || aws.ToString(out.Result) != `{"n":2}` || ran {
+		t.Fatalf("out %+v, err %v, step re-ran %v", out, err, ran)
+	}
+	b, _ := json.Marshal(out)
+	if string(b) != `{"Status":"SUCCEEDED","Result":"{\"n\":2}"}` {
+		t.Errorf("output wire shape %s", b)
+	}
+	if _, err := h.Invoke(context.Background(), json.RawMessage(`{"DurableExecutionArn":"a","CheckpointToken":"t","InitialExecutionState":{"Operations":[{"Id":"x","StartTimestamp":"yesterday"}]}}`)); !errors.Is(err, durable.ErrInvalidInput) {
+		t.Errorf("bad timestamp: %v", err)
 	}
 }

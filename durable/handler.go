@@ -133,6 +133,11 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		case suspend:
 			out, err = Output{Status: StatusPending}, nil
 		case abort:
+			if errors.Is(p.err, ErrNondeterministic) {
+				// A divergence is terminal: replaying the same code again cannot help.
+				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String("durable.Nondeterministic"), ErrorMessage: aws.String(p.err.Error())}}, nil
+				return
+			}
 			out, err = Output{}, p.err
 		default:
 			panic(p)
