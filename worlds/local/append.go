@@ -19,7 +19,7 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 	}
 	var out []worlds.Event
 	var terminal bool
-	err := w.write(ctx, func(tx *sql.Tx) error {
+	err := w.write(ctx, func(tx *wtx) error {
 		out, terminal = nil, false
 		run, err := getRun(ctx, tx, runID)
 		if err != nil && !errors.Is(err, worlds.ErrRunNotFound) {
@@ -120,7 +120,7 @@ func (w *World) checkSizes(effects []worlds.Effect) error {
 	return nil
 }
 
-func writeEffect(ctx context.Context, tx *sql.Tx, e *worlds.Effect) error {
+func writeEffect(ctx context.Context, tx *wtx, e *worlds.Effect) error {
 	ev, err := json.Marshal(e.Event)
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func writeEffect(ctx context.Context, tx *sql.Tx, e *worlds.Effect) error {
 	return nil
 }
 
-func putHook(ctx context.Context, tx *sql.Tx, h *worlds.Hook) error {
+func putHook(ctx context.Context, tx *wtx, h *worlds.Hook) error {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return err

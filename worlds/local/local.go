@@ -36,6 +36,10 @@ type World struct {
 
 	wake chan struct{} // a delivery was queued or released: re-check the earliest due time
 
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+	closed bool
+
 	subMu sync.Mutex
 	subs  map[streamKey]map[chan struct{}]struct{}
 }
@@ -75,7 +79,7 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 		db.SetConnMaxIdleTime(0)
 	}
 	db.SetMaxIdleConns(4)
-	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), subs: map[streamKey]map[chan struct{}]struct{}{}}
+	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, subs: map[streamKey]map[chan struct{}]struct{}{}}
 	if err := w.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -84,7 +88,15 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 }
 
 // Close closes the database. Stop [World.Serve] first.
-func (w *World) Close() error { return w.db.Close() }
+func (w *World) Close() error {
+	w.stmtMu.Lock()
+	for _, st := range w.stmts {
+		st.Close()
+	}
+	w.stmts, w.closed = map[string]*sql.Stmt{}, true
+	w.stmtMu.Unlock()
+	return w.db.Close()
+}
 
 // Capabilities implements [worlds.World].
 func (w *World) Capabilities() worlds.Capabilities {
@@ -166,7 +178,7 @@ func (w *World) migrate(ctx context.Context) error {
 // write runs fn in an immediate transaction, retrying with jitter when fn reports
 // errRetry (up to 16 attempts) or the file stayed locked by another process for
 // a whole BusyTimeout (up to 3 times), then returns ErrAppendContention.
-func (w *World) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (w *World) write(ctx context.Context, fn func(tx *wtx) error) error {
 	const maxAttempts, maxBusy = 16, 3
 	var last error
 	busy := 0
@@ -194,18 +206,78 @@ func (w *World) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return fmt.Errorf("%w: %v", worlds.ErrAppendContention, last)
 }
 
-func (w *World) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	w.writeMu.Lock()
-	defer w.writeMu.Unlock()
-	tx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+func (w *World) tryWrite(ctx context.Context, fn func(tx *wtx) error) error {
+	t := &wtx{w: w}
+	err := func() error {
+		w.writeMu.Lock()
+		defer w.writeMu.Unlock()
+		tx, err := w.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		t.tx = tx
+		if err := fn(t); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}()
+	// Statements first seen in this transaction are prepared now that it holds no
+	// connection: a :memory: World has only one.
+	for _, q := range t.unprepared {
+		if st, perr := w.db.PrepareContext(ctx, q); perr == nil {
+			w.stmtMu.Lock()
+			if _, dup := w.stmts[q]; dup || w.closed {
+				st.Close()
+			} else {
+				w.stmts[q] = st
+			}
+			w.stmtMu.Unlock()
+		}
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
+	return err
+}
+
+// wtx is a write transaction whose statements are prepared once per connection
+// and reused, which saves SQLite parsing them on every append.
+type wtx struct {
+	tx         *sql.Tx
+	w          *World
+	unprepared []string
+}
+
+// stmt returns the transaction's form of a prepared statement, or nil the first
+// time a query is seen (the caller runs it unprepared).
+func (t *wtx) stmt(ctx context.Context, query string) *sql.Stmt {
+	t.w.stmtMu.Lock()
+	st, ok := t.w.stmts[query]
+	t.w.stmtMu.Unlock()
+	if !ok {
+		t.unprepared = append(t.unprepared, query)
+		return nil
 	}
-	return tx.Commit()
+	return t.tx.StmtContext(ctx, st)
+}
+
+func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
 // errRetry reports a lost optimistic-concurrency race inside a write.

@@ -38,7 +38,7 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	if id == "" {
 		id = w.cfg.NewID()
 	}
-	err := w.write(ctx, func(tx *sql.Tx) error { return w.queueTx(ctx, tx, id, in, due) })
+	err := w.write(ctx, func(tx *wtx) error { return w.queueTx(ctx, tx, id, in, due) })
 	if err != nil {
 		return "", err
 	}
@@ -46,7 +46,7 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	return id, nil
 }
 
-func (w *World) queueTx(ctx context.Context, tx *sql.Tx, id string, in worlds.QueueInput, due time.Time) error {
+func (w *World) queueTx(ctx context.Context, tx *wtx, id string, in worlds.QueueInput, due time.Time) error {
 	body, err := worlds.MarshalQueueInput(in)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ type claimed struct {
 func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
 	var c *claimed
 	var next time.Time
-	err := w.write(ctx, func(tx *sql.Tx) error {
+	err := w.write(ctx, func(tx *wtx) error {
 		c, next = nil, time.Time{}
 		now, wall := nanos(w.now()), time.Now().UnixNano()
 		var id string
@@ -132,7 +132,7 @@ func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
 // was queued again meanwhile, otherwise rescheduled with backoff. A claim that
 // lost its lease to another worker changes nothing.
 func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown bool) error {
-	return w.write(ctx, func(tx *sql.Tx) error {
+	return w.write(ctx, func(tx *wtx) error {
 		now := w.now()
 		if runErr == nil {
 			res, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ? AND claim = ? AND gen = ?`, d.ID, d.claim, d.gen)
@@ -159,7 +159,7 @@ func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown b
 }
 
 func (w *World) renew(ctx context.Context, d *claimed) error {
-	return w.write(ctx, func(tx *sql.Tx) error {
+	return w.write(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = ? WHERE id = ? AND claim = ?`,
 			time.Now().UnixNano()+int64(w.cfg.Lease), d.ID, d.claim)
 		return err
@@ -286,7 +286,7 @@ func safeRun(ctx context.Context, runner worlds.Runner, w worlds.World, d worlds
 // expire deletes a finished run and everything it owns. A run that is not
 // finished (it cannot be, unless the file was edited) is kept.
 func (w *World) expire(ctx context.Context, runID string) error {
-	return w.write(ctx, func(tx *sql.Tx) error {
+	return w.write(ctx, func(tx *wtx) error {
 		run, err := getRun(ctx, tx, runID)
 		if errors.Is(err, worlds.ErrRunNotFound) {
 			return nil

@@ -25,7 +25,7 @@ func (w *World) WriteStream(ctx context.Context, runID, name string, chunks ...[
 		}
 	}
 	var first int
-	err := w.write(ctx, func(tx *sql.Tx) error {
+	err := w.write(ctx, func(tx *wtx) error {
 		st, err := w.openStream(ctx, tx, runID, name)
 		if err != nil {
 			return err
@@ -54,7 +54,7 @@ func (w *World) WriteStream(ctx context.Context, runID, name string, chunks ...[
 }
 
 // openStream returns a stream's state, creating it for a run that is still going.
-func (w *World) openStream(ctx context.Context, tx *sql.Tx, runID, name string) (worlds.StreamInfo, error) {
+func (w *World) openStream(ctx context.Context, tx *wtx, runID, name string) (worlds.StreamInfo, error) {
 	run, err := getRun(ctx, tx, runID)
 	if err != nil {
 		return worlds.StreamInfo{}, err
@@ -95,7 +95,7 @@ func (w *World) CloseStream(ctx context.Context, runID, name string) error {
 	if name == "" {
 		return &worlds.ArgumentError{Field: "name", Value: `""`, Reason: "stream name required"}
 	}
-	err := w.write(ctx, func(tx *sql.Tx) error {
+	err := w.write(ctx, func(tx *wtx) error {
 		if _, err := getRun(ctx, tx, runID); err != nil {
 			return err
 		}
