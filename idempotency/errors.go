@@ -47,6 +47,7 @@ type ItemAlreadyExistsError struct {
 	Existing *Record
 }
 
+// Error implements error.
 func (e *ItemAlreadyExistsError) Error() string {
 	return "idempotency: failed to put record for already existing idempotency key: " + e.Key
 }
@@ -60,6 +61,7 @@ type AlreadyInProgressError struct {
 	Existing *Record
 }
 
+// Error implements error.
 func (e *AlreadyInProgressError) Error() string {
 	return "idempotency: there is already an execution in progress with idempotency key: " + e.Key
 }
@@ -76,6 +78,7 @@ type ValidationError struct {
 	Existing *Record
 }
 
+// Error implements error.
 func (e *ValidationError) Error() string {
 	return "idempotency: payload does not match stored record for idempotency key: " + e.Key
 }
@@ -90,6 +93,7 @@ type PersistenceError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *PersistenceError) Error() string {
 	return fmt.Sprintf("idempotency: failed to %s record %q: %v", e.Op, e.Key, e.Err)
 }
@@ -107,6 +111,7 @@ type KeyError struct {
 	Err    error
 }
 
+// Error implements error.
 func (e *KeyError) Error() string {
 	msg := "idempotency: " + e.Reason
 	if e.Query != "" {
@@ -131,6 +136,7 @@ type InconsistentStateError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *InconsistentStateError) Error() string {
 	return "idempotency: " + e.Reason + ": " + e.Key
 }
@@ -145,6 +151,7 @@ type OptionError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *OptionError) Error() string {
 	return fmt.Sprintf("idempotency: invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
 }
@@ -158,6 +165,7 @@ type UnsupportedValueError struct {
 	Err    error
 }
 
+// Error implements error.
 func (e *UnsupportedValueError) Error() string {
 	if e.Err != nil {
 		return "idempotency: " + e.Reason + ": " + e.Err.Error()

@@ -62,6 +62,7 @@ type InvalidStatusError struct {
 	Status string
 }
 
+// Error implements error.
 func (e *InvalidStatusError) Error() string {
 	return fmt.Sprintf("idempotency: record %q has invalid status %q", e.Key, e.Status)
 }
