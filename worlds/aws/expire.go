@@ -75,7 +75,7 @@ func (w *World) expire(ctx context.Context, runID string) error {
 	}
 	for _, h := range hooks {
 		if h.Status == worlds.HookActive {
-			// The token is still retained: come back after another retention period.
+			// The token is still retained: come back one retention period later.
 			if err := w.deferExpiry(ctx, st.run); err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ func (w *World) expire(ctx context.Context, runID string) error {
 }
 
 func (w *World) deferExpiry(ctx context.Context, run *worlds.Run) error {
-	d := max(w.retention(run.WorkflowName), time.Minute)
+	d := max(w.retention(run.WorkflowName), time.Second)
 	_, err := w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverExpire, WorkflowName: run.WorkflowName, RunID: run.RunID},
 		worlds.QueueOptions{ID: ExpireID(run.RunID), DueAt: w.now().Add(min(d, w.maxDelay()))})
 	return err

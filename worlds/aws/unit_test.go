@@ -283,8 +283,8 @@ func TestHeartbeatExtendsVisibility(t *testing.T) {
 	if gotInterval != 30*time.Second {
 		t.Fatalf("heartbeat interval %v, want 30s", gotInterval)
 	}
-	// The third tick's send may still be in flight when stop returns only if it was
-	// received; unbuffered sends complete on receipt, and stop waits for the loop.
+	// Each unbuffered tick is taken by the loop before the next send completes, and
+	// stop waits for the loop, so all three extensions are recorded.
 	if v := fs.visibilities(); len(v) != 3 || v[0] != 60 {
 		t.Fatalf("visibility changes = %v, want 3 extensions to 60 s", v)
 	}

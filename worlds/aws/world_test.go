@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -635,4 +636,46 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// A hook still holding its token (written here directly, as a retained token would
+// be) defers the expiry; once it lets go, the next expiry deletes the run.
+func TestRetentionDefersWhileATokenIsRetained(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(_ *env, c *awsworld.Config) { c.Retention = time.Second })
+	ctx := context.Background()
+	mustAppend(t, e.w, "held", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunCompleted})
+	hook := func(status worlds.HookStatus) {
+		data, _ := json.Marshal(worlds.Hook{RunID: "held", HookID: "h-held", Token: "t-held", Status: status, CreatedAt: time.Now()})
+		_, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.cfg.TableName), Item: map[string]ddbAttr{
+			"pk": ddbS("HOOK#h-held"), "sk": ddbS("META"), "data": ddbS(string(data)), "status": ddbS(string(status)),
+			"list_group_pk": ddbS("HOOKS#held"), "list_group_sk": ddbS("2026#h-held"),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook(worlds.HookActive)
+	due := func() string {
+		out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
+			Key: map[string]ddbAttr{"pk": ddbS("QUEUE#expire-held"), "sk": ddbS("META")}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("expiry record: %v", err)
+		}
+		return out.Item["due_at"].(*ddbtypes.AttributeValueMemberS).Value
+	}
+	first := due()
+	h := awsworld.Queue(e.w, worlds.Runners(&stepRunner{}))
+	drain(t, e, h, map[string]string{e.arn: e.url}, func() bool { return due() != first })
+	if _, err := e.w.GetRun(ctx, "held"); err != nil {
+		t.Fatalf("run expired while a hook held its token: %v", err)
+	}
+	hook(worlds.HookDisposed)
+	drain(t, e, h, map[string]string{e.arn: e.url}, func() bool {
+		_, err := e.w.GetRun(ctx, "held")
+		return errors.Is(err, worlds.ErrRunNotFound)
+	})
+	if _, err := e.w.GetHook(ctx, "h-held"); !errors.Is(err, worlds.ErrHookNotFound) {
+		t.Fatalf("hook found through list_group survived: %v", err)
+	}
 }
