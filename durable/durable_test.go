@@ -489,3 +489,19 @@ func TestInvocationPayloadWireShape(t *testing.T) {
 		t.Errorf("bad timestamp: %v", err)
 	}
 }
+
+// TestRejectedCheckpointIsTerminal: an update the service refuses (here a
+// payload over its limit) fails the execution instead of being retried forever.
+func TestRejectedCheckpointIsTerminal(t *testing.T) {
+	t.Parallel()
+	f := lambdafake.New(arn, json.RawMessage(`{}`), start)
+	f.MaxPayloadBytes = 64
+	h := handler(t, f, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+		return durable.Step(dc, "big", func(context.Context) (string, error) { return strings.Repeat("x", 100), nil })
+	}, durable.Options{})
+	out, err := f.Drive(context.Background(), h, 3)
+	if err != nil || out.Status != durable.StatusFailed || aws.ToString(out.Error.ErrorType) != "durable.CheckpointRejected" ||
+		!strings.Contains(aws.ToString(out.Error.ErrorMessage), "limit 64") {
+		t.Fatalf("out %+v (%v), err %v", out, out.Error, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -92,7 +93,10 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (Output, 
 type suspend struct{}
 
 // abort unwinds it when the invocation itself must fail (checkpoint error, divergence).
-type abort struct{ err error }
+type abort struct {
+	err      error
+	terminal bool // report FAILED instead of an invocation error
+}
 
 // Handle runs one invocation. It returns SUCCEEDED or FAILED when the function
 // returned, PENDING when it is suspended, and an error (so Lambda retries the
@@ -136,6 +140,10 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 			if errors.Is(p.err, ErrNondeterministic) {
 				// A divergence is terminal: replaying the same code again cannot help.
 				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String("durable.Nondeterministic"), ErrorMessage: aws.String(p.err.Error())}}, nil
+				return
+			}
+			if p.terminal {
+				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String("durable.CheckpointRejected"), ErrorMessage: aws.String(p.err.Error())}}, nil
 				return
 			}
 			out, err = Output{}, p.err
@@ -220,7 +228,7 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 	op := dc.ops[id]
 	if op != nil {
 		if op.Type != typ || aws.ToString(op.Name) != name {
-			panic(abort{fmt.Errorf("%w: operation %s is %s %q in history, code asks for %s %q",
+			panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for %s %q",
 				ErrNondeterministic, id, op.Type, aws.ToString(op.Name), typ, name)})
 		}
 	}
@@ -246,15 +254,22 @@ func (dc *Context) checkpoint(updates ...types.OperationUpdate) {
 		Updates:             updates,
 	})
 	if err != nil {
-		panic(abort{fmt.Errorf("%w: CheckpointDurableExecution: %w", ErrCheckpoint, err)})
+		err = fmt.Errorf("%w: CheckpointDurableExecution: %w", ErrCheckpoint, err)
+		var ipv *types.InvalidParameterValueException
+		if errors.As(err, &ipv) && !strings.HasPrefix(ipv.ErrorMessage(), "Invalid checkpoint token") {
+			// A rejected update (too large, invalid for the operation's state) fails
+			// again on every retry: terminal. A stale token may resolve on retry.
+			panic(abort{err: err, terminal: true})
+		}
+		panic(abort{err: err})
 	}
 	if out.CheckpointToken == nil || *out.CheckpointToken == "" {
-		panic(abort{fmt.Errorf("%w: CheckpointDurableExecution returned no token", ErrCheckpoint)})
+		panic(abort{err: fmt.Errorf("%w: CheckpointDurableExecution returned no token", ErrCheckpoint)})
 	}
 	dc.token = *out.CheckpointToken
 	if st := out.NewExecutionState; st != nil {
 		if err := dc.load(dc.ctx, ExecutionState{Operations: st.Operations, NextMarker: st.NextMarker}); err != nil {
-			panic(abort{err})
+			panic(abort{err: err})
 		}
 	}
 }
@@ -311,7 +326,7 @@ func Step[T any](dc *Context, name string, fn func(ctx context.Context) (T, erro
 		err = Fatal(merr)
 	}
 	if dc.ctx.Err() != nil && errors.Is(err, dc.ctx.Err()) {
-		panic(abort{err}) // the invocation deadline, not the step, failed
+		panic(abort{err: err}) // the invocation deadline, not the step, failed
 	}
 	var perm *Permanent
 	if errors.As(err, &perm) || attempt >= dc.h.opts.MaxAttempts {
@@ -362,7 +377,7 @@ func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, sub
 			Action: types.OperationActionStart, CallbackOptions: &types.CallbackOptions{TimeoutSeconds: int32(math.Ceil(timeout.Seconds()))}})
 		op = dc.ops[id]
 		if op == nil || op.CallbackDetails == nil || aws.ToString(op.CallbackDetails.CallbackId) == "" {
-			panic(abort{fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
+			panic(abort{err: fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
 		}
 		if err := submit(withInfo(dc.ctx, Info{ExecutionArn: dc.arn, OperationID: id, OperationName: name, Attempt: 1}), *op.CallbackDetails.CallbackId); err != nil {
 			return zero, err

@@ -41,6 +41,10 @@ type Fake struct {
 	// before the checkpoint took effect).
 	FailCheckpoint func(in *lambda.CheckpointDurableExecutionInput) error
 
+	// MaxPayloadBytes, when positive, rejects updates whose payload is larger
+	// (the service's limit is 1 MB per operation).
+	MaxPayloadBytes int
+
 	Checkpoints, StateCalls, Invocations int
 }
 
@@ -114,7 +118,7 @@ func (f *Fake) GetDurableExecutionState(_ context.Context, in *lambda.GetDurable
 		return nil, &types.ResourceNotFoundException{Message: aws.String("no such durable execution")}
 	}
 	if aws.ToString(in.CheckpointToken) != f.tok() {
-		return nil, &types.InvalidParameterValueException{Message: aws.String("stale checkpoint token")}
+		return nil, &types.InvalidParameterValueException{Message: aws.String("Invalid checkpoint token: stale")}
 	}
 	from := 0
 	if in.Marker != nil {
@@ -142,11 +146,18 @@ func (f *Fake) CheckpointDurableExecution(_ context.Context, in *lambda.Checkpoi
 		return f.lastOut, nil
 	}
 	if aws.ToString(in.CheckpointToken) != f.tok() {
-		return nil, &types.InvalidParameterValueException{Message: aws.String("stale checkpoint token")}
+		return nil, &types.InvalidParameterValueException{Message: aws.String("Invalid checkpoint token: stale")}
 	}
 	if f.FailCheckpoint != nil {
 		if err := f.FailCheckpoint(in); err != nil {
 			return nil, err
+		}
+	}
+	if f.MaxPayloadBytes > 0 {
+		for _, u := range in.Updates {
+			if n := len(aws.ToString(u.Payload)); n > f.MaxPayloadBytes {
+				return nil, invalid("payload of operation %s is %d bytes, limit %d", aws.ToString(u.Id), n, f.MaxPayloadBytes)
+			}
 		}
 	}
 	changed := map[string]bool{}
