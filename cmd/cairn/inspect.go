@@ -331,7 +331,7 @@ func (in *inspector) streamChunks(ctx context.Context, runID string) error {
 		chunks = append(chunks, p.Chunks...)
 		last = p
 		from = p.Next
-		if !in.o.all || len(p.Chunks) == 0 || p.Closed && p.Next == from && len(p.Chunks) < limit {
+		if !in.o.all || len(p.Chunks) == 0 || p.Closed && len(p.Chunks) < limit {
 			break
 		}
 	}
@@ -344,7 +344,7 @@ func (in *inspector) streamChunks(ctx context.Context, runID string) error {
 		fmt.Fprintf(in.out, "%d\t%s\n", c.Index, printable(c.Data))
 	}
 	switch {
-	case last.Closed && len(chunks) == 0 && from == in.o.from:
+	case last.Closed && len(chunks) == 0:
 		fmt.Fprintf(in.out, "stream closed at %d chunks\n", last.Next)
 	case last.Closed:
 		fmt.Fprintln(in.out, "stream closed")

@@ -124,11 +124,20 @@ type errorBody struct {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	code := "invalid_argument"
-	if status == 0 {
+	var code string
+	switch status {
+	case 0:
 		status, code = worldhttp.StatusOf(err)
-	} else if status == http.StatusNotFound {
+	case http.StatusBadRequest:
+		code = "invalid_argument"
+	case http.StatusNotFound:
 		code = "not_found"
+	case http.StatusRequestEntityTooLarge:
+		code = "too_large"
+	case http.StatusUnsupportedMediaType:
+		code = "unsupported_media_type"
+	default:
+		code = "internal"
 	}
 	writeJSON(w, status, errorBody{Error: err.Error(), Code: code})
 }
