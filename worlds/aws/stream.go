@@ -76,8 +76,8 @@ func streamGuard(p *types.Put, st streamState) {
 // WriteStream appends up to [MaxStreamWrite] chunks in one transaction with the
 // stream item, guarded by the stream's chunk count.
 func (w *World) WriteStream(ctx context.Context, runID, name string, chunks ...[]byte) (int, error) {
-	if name == "" {
-		return 0, &worlds.ArgumentError{Field: "name", Value: name, Reason: "stream name required"}
+	if name == "" || len(name) > maxKeyPart {
+		return 0, &worlds.ArgumentError{Field: "name", Value: len(name), Reason: fmt.Sprintf("stream name must be 1 to %d bytes", maxKeyPart)}
 	}
 	if len(chunks) > MaxStreamWrite {
 		return 0, fmt.Errorf("%w: %d chunks, at most %d per write", worlds.ErrTooManyChunks, len(chunks), MaxStreamWrite)
@@ -130,8 +130,8 @@ func (w *World) WriteStream(ctx context.Context, runID, name string, chunks ...[
 
 // CloseStream closes a stream, creating it closed and empty if never written.
 func (w *World) CloseStream(ctx context.Context, runID, name string) error {
-	if name == "" {
-		return &worlds.ArgumentError{Field: "name", Value: name, Reason: "stream name required"}
+	if name == "" || len(name) > maxKeyPart {
+		return &worlds.ArgumentError{Field: "name", Value: len(name), Reason: fmt.Sprintf("stream name must be 1 to %d bytes", maxKeyPart)}
 	}
 	if err := w.requireRun(ctx, runID); err != nil {
 		return err

@@ -22,6 +22,10 @@ import (
 // actions of one DynamoDB transaction. Split the events over several appends.
 var ErrTooManyActions = fmt.Errorf("awsworld: append needs more than %d transaction actions: %w", maxTransactions, worlds.ErrEventInvalid)
 
+// maxKeyPart bounds IDs and names that become part of a DynamoDB key (2048 bytes
+// for the partition key, 1024 for the sort key).
+const maxKeyPart = 512
+
 // maxAppendAttempts bounds the optimistic-concurrency retries of one append.
 const maxAppendAttempts = 25
 
@@ -277,8 +281,16 @@ func (w *World) tokenOwner(ctx context.Context, token string) (*worlds.Hook, err
 // them, the run view and every changed projection in one TransactWriteItems guarded
 // by the run's event count, retrying with jittered backoff when another writer won.
 func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
-	if runID == "" {
-		return nil, &worlds.ArgumentError{Field: "runID", Value: runID, Reason: "required"}
+	if runID == "" || len(runID) > maxKeyPart {
+		return nil, &worlds.ArgumentError{Field: "runID", Value: len(runID), Reason: fmt.Sprintf("must be 1 to %d bytes", maxKeyPart)}
+	}
+	// Shape errors first, so no key is built from an oversized ID or token.
+	for i := range events {
+		ev := events[i]
+		ev.RunID = runID
+		if err := ev.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
 		st, load, err := w.prefetch(ctx, runID, events)

@@ -289,6 +289,17 @@ func TestLimits(t *testing.T) {
 	if _, err := e.w.WriteStream(ctx, "many", "s", chunks[:99]...); err != nil {
 		t.Fatalf("99 chunks: %v", err)
 	}
+	// IDs too long for a DynamoDB key are bad input, not a DynamoDB error.
+	long := strings.Repeat("k", 5000)
+	if _, err := e.w.Append(ctx, "many", worlds.Event{Type: worlds.EventStepCreated, CorrelationID: long, StepName: "x"}); !errors.Is(err, worlds.ErrEventInvalid) {
+		t.Fatalf("5000-byte correlation ID: %v", err)
+	}
+	if _, err := e.w.Append(ctx, long, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}); !errors.Is(err, worlds.ErrInvalidArgument) {
+		t.Fatalf("5000-byte run ID: %v", err)
+	}
+	if _, err := e.w.WriteStream(ctx, "many", long, []byte("x")); !errors.Is(err, worlds.ErrInvalidArgument) {
+		t.Fatalf("5000-byte stream name: %v", err)
+	}
 }
 
 func TestStreams(t *testing.T) {
