@@ -3,6 +3,7 @@ package jsvalue
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -130,4 +131,36 @@ func FuzzFormatNumber(f *testing.F) {
 			t.Fatalf("integer part too long: %s", s)
 		}
 	})
+}
+
+// TestLowercaseMatchesNode compares ToLowerJS with String.prototype.toLowerCase of
+// the Node.js that generated the golden files, for every code point.
+func TestLowercaseMatchesNode(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../testdata/lowercase.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string][]rune
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m) < 1400 {
+		t.Fatalf("only %d mappings", len(m))
+	}
+	bad := 0
+	for cp := rune(0); cp <= 0x10FFFF; cp++ {
+		if cp >= 0xD800 && cp <= 0xDFFF {
+			continue
+		}
+		want := string(cp)
+		if r, ok := m[strconv.Itoa(int(cp))]; ok {
+			want = string(r)
+		}
+		if got := ToLowerJS(string(cp)); got != want {
+			if bad++; bad <= 10 {
+				t.Errorf("U+%04X lowercases to %q, Node gives %q", cp, got, want)
+			}
+		}
+	}
 }

@@ -237,7 +237,11 @@ func ToLowerJS(s string) string {
 		case r >= 0xD800 && r <= 0xDFFF:
 			buf = append(buf, s[i:i+n]...)
 		default:
-			buf = appendRune(buf, unicode.ToLower(r))
+			if l, ok := newerLowercase[r]; ok {
+				buf = appendRune(buf, l)
+			} else {
+				buf = appendRune(buf, unicode.ToLower(r))
+			}
 		}
 		i += n
 	}

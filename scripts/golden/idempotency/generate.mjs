@@ -217,7 +217,7 @@ for (const k of keys) {
   k.canonical = JSON.stringify(deepSort(data));
 }
 
-writeFileSync(path.join(outDir, 'keys.json'), JSON.stringify({ generator: `@aws-lambda-powertools/idempotency@${version}`, cases: keys }, null, 2) + '\n');
+writeFileSync(path.join(outDir, 'keys.json'), JSON.stringify({ generator: `@aws-lambda-powertools/idempotency@${version}`, node: process.version, cases: keys }, null, 2) + '\n');
 
 // DynamoDB: capture every command the reference layer sends, answering from a script.
 function recordingClient(responder) {
@@ -356,4 +356,14 @@ const cacheOrphan = JSON.stringify({ status: 'INPROGRESS', expiration: Math.roun
 await cacheScenario('orphan_in_progress_takeover', { event, config: { eventKeyJmesPath: 'id' }, describe: { eventKeyJmesPath: 'id', remainingMillis: REMAINING_MS, existing: cacheOrphan } }, { [hashOf({}, { eventKeyJmesPath: 'id' }, event).key]: cacheOrphan }, (h) => h(event, lambdaContext));
 await cacheScenario('business_error_deletes', { event, fn: async () => { throw new Error('boom'); }, config: { eventKeyJmesPath: 'id' }, describe: { eventKeyJmesPath: 'id', remainingMillis: REMAINING_MS } }, {}, (h) => h(event, lambdaContext));
 writeFileSync(path.join(outDir, 'cache.json'), JSON.stringify({ generator: `@aws-lambda-powertools/idempotency@${version}`, now_millis: NOW, scenarios: cacheScenarios }, null, 2) + '\n');
+// String.prototype.toLowerCase for every code point it changes (deepSort's key order
+// depends on it).
+const lower = {};
+for (let cp = 0; cp <= 0x10ffff; cp++) {
+  if (cp >= 0xd800 && cp <= 0xdfff) continue;
+  const ch = String.fromCodePoint(cp);
+  const l = ch.toLowerCase();
+  if (l !== ch) lower[cp] = [...l].map((c) => c.codePointAt(0));
+}
+writeFileSync(path.join(outDir, 'lowercase.json'), JSON.stringify(lower) + '\n');
 console.log(`wrote ${keys.length} key cases, ${scenarios.length} DynamoDB scenarios, ${cacheScenarios.length} cache scenarios to ${outDir}`);
