@@ -136,7 +136,10 @@ func runDemo(ctx context.Context, out io.Writer, world worlds.World, packing tim
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	start := time.Now()
+	var outMu sync.Mutex // the stream reader and the hook resumer print concurrently
 	say := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
 		fmt.Fprintf(out, "[%5.2fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	client, err := workflow.NewClient(workflow.Config{World: world, PollInterval: 50 * time.Millisecond})
