@@ -73,34 +73,30 @@ type claimed struct {
 // claim leases the earliest due delivery; with none due it returns the time the
 // next one is due (zero when the queue is empty).
 func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
+	// Look before taking the write lock, so idle workers polling a shared file do
+	// not serialize its writers.
+	var one int
+	err := w.db.QueryRowContext(ctx, `SELECT 1 FROM deliveries WHERE due_at <= ? AND lease_until <= ? LIMIT 1`,
+		nanos(w.now()), time.Now().UnixNano()).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		next, err := w.nextDue(ctx, w.db)
+		return nil, next, err
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	var c *claimed
 	var next time.Time
-	err := w.write(ctx, func(tx *wtx) error {
+	err = w.write(ctx, func(tx *wtx) error {
 		c, next = nil, time.Time{}
 		now, wall := nanos(w.now()), time.Now().UnixNano()
 		var id string
 		var due, leaseUntil int64
 		err := tx.QueryRowContext(ctx, `SELECT id, due_at, lease_until FROM deliveries
 			WHERE due_at <= ? AND lease_until <= ? ORDER BY due_at LIMIT 1`, now, wall).Scan(&id, &due, &leaseUntil)
-		if errors.Is(err, sql.ErrNoRows) {
-			var n sql.NullInt64
-			if err := tx.QueryRowContext(ctx, `SELECT MIN(due_at) FROM deliveries WHERE lease_until <= ?`, wall).Scan(&n); err != nil {
-				return err
-			}
-			if n.Valid {
-				next = fromNanos(n.Int64)
-			}
-			var l sql.NullInt64 // a claim that expires returns to the queue: look again then
-			if err := tx.QueryRowContext(ctx, `SELECT MIN(lease_until) FROM deliveries WHERE lease_until > ?`, wall).Scan(&l); err != nil {
-				return err
-			}
-			if l.Valid {
-				at := time.Now().Add(time.Duration(l.Int64 - wall))
-				if next.IsZero() || at.Before(next) {
-					next = at
-				}
-			}
-			return nil
+		if errors.Is(err, sql.ErrNoRows) { // another worker took it
+			next, err = w.nextDue(ctx, tx)
+			return err
 		}
 		if err != nil {
 			return err
@@ -126,6 +122,32 @@ func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
 		return nil
 	})
 	return c, next, err
+}
+
+// nextDue returns when the queue next needs looking at: the earliest due time of
+// an unclaimed delivery or the end of the earliest lease, zero when empty.
+func (w *World) nextDue(ctx context.Context, q querier) (time.Time, error) {
+	wall := time.Now().UnixNano()
+	var next time.Time
+	var n sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT MIN(due_at) FROM deliveries WHERE lease_until <= ?`, wall).Scan(&n); err != nil {
+		return next, err
+	}
+	if n.Valid {
+		next = fromNanos(n.Int64)
+	}
+	var l sql.NullInt64 // a claim that expires returns to the queue: look again then
+	if err := q.QueryRowContext(ctx, `SELECT MIN(lease_until) FROM deliveries WHERE lease_until > ?`, wall).Scan(&l); err != nil {
+		return next, err
+	}
+	if l.Valid {
+		// Leases are wall-clock; convert to the World clock the caller compares with.
+		at := w.now().Add(time.Duration(l.Int64 - wall))
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next, nil
 }
 
 // finish records the outcome of a claimed delivery: deleted on success unless it

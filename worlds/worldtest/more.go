@@ -41,6 +41,18 @@ func (s *suite) paginationRuns(t *testing.T) {
 	if len(got) != 4 {
 		t.Errorf("ListRuns(pending) = %v", got)
 	}
+	r2, err := w.GetRun(c, ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r5, err := w.GetRun(c, ids[5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = listRuns(t, w, worlds.RunFilter{WorkflowName: wf, CreatedAfter: r2.CreatedAt, CreatedBefore: r5.CreatedAt, Limit: 1}, 1)
+	if strings.Join(got, ",") != ids[4]+","+ids[3] {
+		t.Errorf("ListRuns(created after run 2, before run 5) = %v, want runs 4, 3", got)
+	}
 	if _, err := w.ListRuns(c, worlds.RunFilter{Status: "sleeping"}); !errors.Is(err, worlds.ErrInvalidArgument) {
 		t.Errorf("unknown status filter: %v", err)
 	}
