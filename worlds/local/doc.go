@@ -2,7 +2,22 @@
 // pure Go, WAL mode) holding every run's event log and projections, with an
 // in-process queue whose workers are woken by one timer set to the earliest due
 // delivery, so durable sleeps of seconds or months cost nothing while they wait.
-// State lives in the file, so a process that is killed and started again resumes
-// its due deliveries with [World.Serve]; several processes may share one file, as
-// every append is a transaction guarded by the run's event count.
+//
+// State lives in the file. A process that is killed and started again resumes its
+// due deliveries with [World.Serve]; a delivery it was running returns after its
+// lease (Config.Lease) with its Attempt incremented, so the runtime can tell a
+// redelivery from a duplicate. Several processes may share one file: every append
+// is an immediate transaction that re-reads the run and only commits if its event
+// count is unchanged. Commits survive a process crash; with synchronous=NORMAL the
+// last transactions may be lost on power failure, never corrupted.
+//
+// Queue with a fixed QueueOptions.ID keeps one delivery per ID while it is
+// pending; queued again while it runs, it runs once more afterwards, so a wake-up
+// racing with its own delivery is never lost. A failed delivery is retried after a
+// backoff that doubles from [MinBackoff] to [MaxBackoff]. With Config.Retention,
+// finishing a run queues an expire-<runID> delivery that Serve handles itself,
+// deleting the run, its events, steps, waits, hooks, tokens and streams.
+//
+// [World.SubscribeStream] sees writes made through the same World; readers in
+// other processes poll ReadStream.
 package local
