@@ -10,10 +10,16 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-// BenchmarkAppend appends one event per operation to one run on a WAL file.
+// BenchmarkAppend appends one event per operation to one run, on a WAL file and
+// in memory.
 func BenchmarkAppend(b *testing.B) {
+	b.Run("file", func(b *testing.B) { benchmarkAppend(b, filepath.Join(b.TempDir(), "bench.db")) })
+	b.Run("memory", func(b *testing.B) { benchmarkAppend(b, local.Memory) })
+}
+
+func benchmarkAppend(b *testing.B, path string) {
 	ctx := context.Background()
-	w, err := local.Open(ctx, local.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+	w, err := local.Open(ctx, local.Config{Path: path})
 	if err != nil {
 		b.Fatal(err)
 	}
