@@ -58,8 +58,8 @@ func TestCrashedClaimReturnsAfterLease(t *testing.T) {
 	}
 }
 
-// A delivery queued again with its ID while it runs runs once more afterwards, so
-// a wake-up racing with its own delivery is not lost.
+// A delivery queued again with its ID while it runs runs once more afterwards, at
+// the new due time, so a wake-up racing with its own delivery is not lost.
 func TestQueueWhileRunningRunsAgain(t *testing.T) {
 	ctx := context.Background()
 	w, err := Open(ctx, Config{Path: Memory, PollInterval: 20 * time.Millisecond})
@@ -73,15 +73,20 @@ func TestQueueWhileRunningRunsAgain(t *testing.T) {
 	}
 	runs := make(chan int, 10)
 	n := 0
+	var again time.Time
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() {
 		done <- w.Serve(sctx, runner(func(d worlds.Delivery) error {
 			n++
 			if n == 1 {
-				if _, err := w.Queue(ctx, in, worlds.QueueOptions{ID: "d"}); err != nil {
+				again = time.Now().Add(200 * time.Millisecond)
+				if _, err := w.Queue(ctx, in, worlds.QueueOptions{ID: "d", DueAt: again}); err != nil {
 					t.Error(err)
 				}
+			}
+			if n == 2 && time.Now().Before(again) {
+				t.Errorf("queued again for %v, ran at %v", again, time.Now())
 			}
 			runs <- n
 			return nil

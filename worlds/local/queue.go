@@ -21,7 +21,8 @@ const (
 // Queue implements [worlds.World]. A delivery with opts.ID that is already queued
 // is not queued twice: it keeps one row, due at the earlier of the two times. If
 // that delivery is running when it is queued again, it runs once more after it
-// finishes, so a wake-up that raced with its own delivery is not lost.
+// finishes, at the new due time, so a wake-up that raced with its own delivery is
+// not lost.
 func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", err
@@ -52,7 +53,8 @@ func (w *World) queueTx(ctx context.Context, tx *wtx, id string, in worlds.Queue
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO deliveries (id, input, due_at) VALUES (?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET gen = gen + 1, due_at = MIN(due_at, excluded.due_at)`, id, body, nanos(due))
+		ON CONFLICT (id) DO UPDATE SET gen = gen + 1,
+			due_at = CASE WHEN claim = '' THEN MIN(due_at, excluded.due_at) ELSE excluded.due_at END`, id, body, nanos(due))
 	return err
 }
 
@@ -167,15 +169,17 @@ func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown b
 			_, err = tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', attempt = 0 WHERE id = ? AND claim = ?`, d.ID, d.claim)
 			return err
 		}
-		due := now.Add(backoff(d.Attempt))
 		if shutdown {
 			// Interrupted by shutdown, not failed: due again at once. The attempt still
 			// counts, so the next receive reports a redelivery.
-			due = now
+			_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', due_at = ? WHERE id = ? AND claim = ?`,
+				nanos(now), d.ID, d.claim)
+			return err
 		}
+		// Queued again while it ran: the earlier of the retry and the new due time.
 		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '',
-			due_at = CASE WHEN gen = ? THEN ? ELSE ? END WHERE id = ? AND claim = ?`,
-			d.gen, nanos(due), nanos(now), d.ID, d.claim)
+			due_at = CASE WHEN gen = ? THEN ? ELSE MIN(due_at, ?) END WHERE id = ? AND claim = ?`,
+			d.gen, nanos(now.Add(backoff(d.Attempt))), nanos(now.Add(backoff(d.Attempt))), d.ID, d.claim)
 		return err
 	})
 }
