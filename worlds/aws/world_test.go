@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,6 +351,10 @@ func TestStreams(t *testing.T) {
 type stepRunner struct {
 	mu        sync.Mutex
 	failFirst bool
+	// killFirst makes the first step attempt record step_started and then hang
+	// until its invocation is killed.
+	killFirst bool
+	started   chan struct{}
 	attempts  []int
 	order     []string
 }
@@ -372,13 +377,24 @@ func (r *stepRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery)
 		fail := r.failFirst && len(r.attempts) == 1
 		r.mu.Unlock()
 		if fail {
-			return errors.New("worker killed mid-step")
+			return errors.New("step failed")
 		}
 		st, err := w.GetStep(ctx, run.RunID, d.Input.StepID)
 		if err != nil {
 			return err
 		}
-		if st.Status == worlds.StepPending {
+		r.mu.Lock()
+		kill := r.killFirst && len(r.attempts) == 1
+		r.mu.Unlock()
+		if kill {
+			if _, err := w.Append(ctx, run.RunID, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: st.StepID, Attempt: st.Attempt + 1}); err != nil {
+				return err
+			}
+			close(r.started)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		if !st.Status.Terminal() {
 			if _, err := w.Append(ctx, run.RunID, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: st.StepID, Attempt: st.Attempt + 1},
 				worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: st.StepID, Output: json.RawMessage(`42`)}); err != nil {
 				return err
@@ -441,7 +457,7 @@ func drain(t *testing.T, e *env, handler awsworld.SQSHandler, urls map[string]st
 			resp, err := handler(hctx, ev)
 			cancel()
 			if err != nil {
-				t.Fatal(err)
+				continue // a failed invocation: Lambda deletes nothing, SQS redelivers the batch
 			}
 			failed := map[string]bool{}
 			for _, f := range resp.BatchItemFailures {
@@ -489,6 +505,52 @@ func TestLambdaHandlerEndToEnd(t *testing.T) {
 	// The step delivery failed once (killed mid-step) and was redelivered as attempt 2.
 	if len(r.attempts) != 2 || r.attempts[0] != 1 || r.attempts[1] != 2 {
 		t.Fatalf("step attempts = %v, want [1 2]", r.attempts)
+	}
+}
+
+// The worker dies mid-step: the invocation fails after step_started, nothing is
+// acknowledged, and SQS redelivers the message after its visibility timeout.
+func TestDeliveryKilledMidStepIsRedelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	if _, err := e.sqs.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(e.url),
+		Attributes: map[string]string{"VisibilityTimeout": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := &stepRunner{killFirst: true, started: make(chan struct{})}
+	inner := awsworld.Queue(e.w, worlds.Runners(r))
+	var killed atomic.Bool
+	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		if killed.Load() {
+			return inner(ctx, ev)
+		}
+		// Until the kill, each invocation dies as soon as the step has started.
+		ctx, kill := context.WithCancel(ctx)
+		defer kill()
+		go func() {
+			select {
+			case <-r.started:
+				kill()
+			case <-ctx.Done():
+			}
+		}()
+		resp, err := inner(ctx, ev)
+		select {
+		case <-r.started:
+			killed.Store(true)
+			return events.SQSEventResponse{}, errors.New("invocation killed")
+		default:
+			return resp, err
+		}
+	}
+	startRun(t, e.w, "killed")
+	drain(t, e, handler, map[string]string{e.arn: e.url}, runDone(t, e.w, "killed"))
+	st, err := e.w.GetStep(context.Background(), "killed", "s1")
+	if err != nil || st.Attempt != 2 || st.Status != worlds.StepCompleted {
+		t.Fatalf("step = %+v, %v; want completed on attempt 2", st, err)
+	}
+	if len(r.attempts) < 2 || r.attempts[1] < 2 {
+		t.Fatalf("deliveries of the step: receive counts %v, want a redelivery", r.attempts)
 	}
 }
 
