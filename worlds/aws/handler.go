@@ -58,7 +58,13 @@ type SQSHandler = func(ctx context.Context, ev events.SQSEvent) (events.SQSEvent
 // backoff doubling from one second per receive up to 15 minutes. Once the batch is
 // halfway to the invocation's deadline, the remaining messages are handed back with
 // their visibility reset so another invocation takes them at once.
+//
+// A nil runner is allowed for a worker that only expires runs; every other
+// delivery then fails with worlds.ErrNoRunner until it reaches the dead-letter queue.
 func Queue(world *World, runner worlds.Runner) SQSHandler {
+	if runner == nil {
+		runner = worlds.Runners()
+	}
 	return newHandler(world, runner).handle
 }
 
