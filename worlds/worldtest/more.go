@@ -28,19 +28,25 @@ func (s *suite) paginationRuns(t *testing.T) {
 	appendOK(t, w, ids[4], worlds.Event{Type: worlds.EventRunStarted}, worlds.Event{Type: worlds.EventRunCompleted})
 	appendOK(t, w, ids[5], worlds.Event{Type: worlds.EventRunStarted})
 
-	got := listRuns(t, w, worlds.RunFilter{WorkflowName: wf, Limit: 3}, 3)
 	want := []string{ids[6], ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("ListRuns(workflow) newest first = %v, want %v", got, want)
-	}
-	got = listRuns(t, w, worlds.RunFilter{WorkflowName: wf, Status: worlds.RunCompleted, Limit: 1}, 1)
-	if strings.Join(got, ",") != ids[4]+","+ids[1] {
-		t.Errorf("ListRuns(completed) = %v", got)
-	}
-	got = listRuns(t, w, worlds.RunFilter{WorkflowName: wf, Status: worlds.RunPending}, 0)
-	if len(got) != 4 {
-		t.Errorf("ListRuns(pending) = %v", got)
-	}
+	s.eventually(t, func() string {
+		if got := listRuns(t, w, worlds.RunFilter{WorkflowName: wf, Limit: 3}, 3); strings.Join(got, ",") != strings.Join(want, ",") {
+			return fmt.Sprintf("ListRuns(workflow) newest first = %v, want %v", got, want)
+		}
+		return ""
+	})
+	s.eventually(t, func() string {
+		if got := listRuns(t, w, worlds.RunFilter{WorkflowName: wf, Status: worlds.RunCompleted, Limit: 1}, 1); strings.Join(got, ",") != ids[4]+","+ids[1] {
+			return fmt.Sprintf("ListRuns(completed) = %v", got)
+		}
+		return ""
+	})
+	s.eventually(t, func() string {
+		if got := listRuns(t, w, worlds.RunFilter{WorkflowName: wf, Status: worlds.RunPending}, 0); len(got) != 4 {
+			return fmt.Sprintf("ListRuns(pending) = %v", got)
+		}
+		return ""
+	})
 	r2, err := w.GetRun(c, ids[2])
 	if err != nil {
 		t.Fatal(err)
@@ -49,10 +55,13 @@ func (s *suite) paginationRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = listRuns(t, w, worlds.RunFilter{WorkflowName: wf, CreatedAfter: r2.CreatedAt, CreatedBefore: r5.CreatedAt, Limit: 1}, 1)
-	if strings.Join(got, ",") != ids[4]+","+ids[3] {
-		t.Errorf("ListRuns(created after run 2, before run 5) = %v, want runs 4, 3", got)
-	}
+	s.eventually(t, func() string {
+		got := listRuns(t, w, worlds.RunFilter{WorkflowName: wf, CreatedAfter: r2.CreatedAt, CreatedBefore: r5.CreatedAt, Limit: 1}, 1)
+		if strings.Join(got, ",") != ids[4]+","+ids[3] {
+			return fmt.Sprintf("ListRuns(created after run 2, before run 5) = %v, want runs 4, 3", got)
+		}
+		return ""
+	})
 	if _, err := w.ListRuns(c, worlds.RunFilter{Status: "sleeping"}); !errors.Is(err, worlds.ErrInvalidArgument) {
 		t.Errorf("unknown status filter: %v", err)
 	}
@@ -68,6 +77,25 @@ func (s *suite) paginationRuns(t *testing.T) {
 		if page.Items[i].CreatedAt.After(page.Items[i-1].CreatedAt) {
 			t.Errorf("unfiltered listing not newest first at %d", i)
 		}
+	}
+}
+
+// eventually re-runs check until it reports nothing, for listings, which a World
+// may serve from an eventually consistent index; after the suite's timeout it
+// fails with the last report.
+func (s *suite) eventually(t *testing.T, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(s.opts.timeout)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Error(msg)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -173,30 +201,33 @@ func (s *suite) paginationLogs(t *testing.T) {
 	}
 
 	// Hooks of the run: newest first.
-	var hooks []string
-	hf := worlds.HookFilter{RunID: runID, Limit: 2}
-	for {
-		p, err := w.ListHooks(c, hf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Items) > 2 {
-			t.Fatalf("page of %d hooks", len(p.Items))
-		}
-		for _, h := range p.Items {
-			if h.RunID != runID {
-				t.Fatalf("hook of run %s listed for %s", h.RunID, runID)
+	s.eventually(t, func() string {
+		var hooks []string
+		hf := worlds.HookFilter{RunID: runID, Limit: 2}
+		for {
+			p, err := w.ListHooks(c, hf)
+			if err != nil {
+				t.Fatal(err)
 			}
-			hooks = append(hooks, strings.TrimSuffix(h.HookID, "-"+runID))
+			if len(p.Items) > 2 {
+				t.Fatalf("page of %d hooks", len(p.Items))
+			}
+			for _, h := range p.Items {
+				if h.RunID != runID {
+					t.Fatalf("hook of run %s listed for %s", h.RunID, runID)
+				}
+				hooks = append(hooks, strings.TrimSuffix(h.HookID, "-"+runID))
+			}
+			if p.Cursor == "" {
+				break
+			}
+			hf.Cursor = p.Cursor
 		}
-		if p.Cursor == "" {
-			break
+		if strings.Join(hooks, ",") != "hook-4,hook-3,hook-2,hook-1,hook-0" {
+			return fmt.Sprintf("hooks newest first = %v", hooks)
 		}
-		hf.Cursor = p.Cursor
-	}
-	if strings.Join(hooks, ",") != "hook-4,hook-3,hook-2,hook-1,hook-0" {
-		t.Errorf("hooks newest first = %v", hooks)
-	}
+		return ""
+	})
 	all, err := w.ListHooks(c, worlds.HookFilter{Limit: 3})
 	if err != nil || len(all.Items) == 0 {
 		t.Errorf("ListHooks over every run: %d, %v", len(all.Items), err)

@@ -614,13 +614,16 @@ func (s *suite) hooks(t *testing.T) {
 			t.Errorf("token of a finished run still owned: %v", err)
 		}
 	}
-	page, err := w.ListHooks(c, worlds.HookFilter{RunID: runC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(page.Items) != 2 {
-		t.Errorf("ListHooks(run C) = %d hooks, want 2", len(page.Items))
-	}
+	s.eventually(t, func() string {
+		page, err := w.ListHooks(c, worlds.HookFilter{RunID: runC})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 2 {
+			return fmt.Sprintf("ListHooks(run C) = %d hooks, want 2", len(page.Items))
+		}
+		return ""
+	})
 	// A hook may claim a token its own run's disposed hook released, within one batch.
 	runD, _ := newRun(t, w)
 	third := uid(t, "tok")
