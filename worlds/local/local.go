@@ -23,6 +23,9 @@ const SchemaVersion = 1
 // schema version (usually a newer cairn); the file is left untouched.
 var ErrSchemaVersion = errors.New("local: unsupported database schema version")
 
+// ErrClosed is returned by [World.Serve] when the World is closed while serving.
+var ErrClosed = errors.New("local: World closed")
+
 // World is the embedded SQLite World. It implements [worlds.World],
 // [worlds.StreamNotifier] and [worlds.Server]. Create it with [Open] and release it
 // with [World.Close].
@@ -96,6 +99,12 @@ func (w *World) Close() error {
 	w.stmts, w.closed = map[string]*sql.Stmt{}, true
 	w.stmtMu.Unlock()
 	return w.db.Close()
+}
+
+func (w *World) isClosed() bool {
+	w.stmtMu.Lock()
+	defer w.stmtMu.Unlock()
+	return w.closed
 }
 
 // Capabilities implements [worlds.World].

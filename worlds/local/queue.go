@@ -205,7 +205,7 @@ func backoff(attempt int) time.Duration {
 // the World itself. Idle, it sleeps until the earliest due delivery, a new Queue
 // call, or Config.PollInterval. It returns nil when ctx ends, after the
 // deliveries in flight have returned (they see ctx cancelled and are released to
-// run again at once).
+// run again at once), and [ErrClosed] if the World is closed under it.
 func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 	if runner == nil {
 		return &worlds.ArgumentError{Field: "runner", Value: nil, Reason: "required"}
@@ -227,6 +227,10 @@ func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 			d, next, err := w.claim(ctx)
 			if ctx.Err() != nil {
 				return nil
+			}
+			if err != nil && w.isClosed() {
+				<-slots
+				return ErrClosed
 			}
 			if err != nil {
 				failures++

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -227,5 +228,39 @@ func TestServeRunnerNil(t *testing.T) {
 	w := open(t, local.Config{Path: local.Memory})
 	if err := w.Serve(context.Background(), nil); !errors.Is(err, worlds.ErrInvalidArgument) {
 		t.Fatalf("Serve(nil) = %v", err)
+	}
+}
+
+func TestServeStopsWhenClosed(t *testing.T) {
+	t.Parallel()
+	w, err := local.Open(context.Background(), local.Config{Path: local.Memory, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Serve(context.Background(), runnerFunc(func(context.Context, worlds.World, worlds.Delivery) error { return nil }))
+	}()
+	time.Sleep(50 * time.Millisecond)
+	w.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, local.ErrClosed) {
+			t.Fatalf("Serve after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve kept running on a closed World")
+	}
+}
+
+func TestOpenNotADatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "junk.db")
+	if err := os.WriteFile(path, []byte("this is not an SQLite database, just some bytes that are long enough"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := local.Open(context.Background(), local.Config{Path: path}); err == nil {
+		w.Close()
+		t.Fatal("Open of a junk file succeeded")
 	}
 }
