@@ -123,3 +123,81 @@ func (r runner) Workflows() []string { return []string{"wf"} }
 func (r runner) Run(_ context.Context, _ worlds.World, d worlds.Delivery) error {
 	return r(d)
 }
+
+// A delivery that runs longer than its lease keeps it by renewing: another World
+// on the file does not receive it meanwhile.
+func TestLongDeliveryRenewsLease(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "renew.db")
+	cfg := Config{Path: path, Lease: 90 * time.Millisecond, PollInterval: 10 * time.Millisecond}
+	a, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "wf", RunID: "r"}, worlds.QueueOptions{ID: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan string, 10)
+	slow := runner(func(d worlds.Delivery) error {
+		received <- d.ID
+		time.Sleep(600 * time.Millisecond)
+		return nil
+	})
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	go func() { done <- a.Serve(sctx, slow) }()
+	go func() { done <- b.Serve(sctx, slow) }()
+	<-received
+	time.Sleep(900 * time.Millisecond) // the first run ends at 600ms; nothing should follow
+	cancel()
+	<-done
+	<-done
+	if n := len(received); n != 0 {
+		t.Errorf("a delivery still running was received %d more times", n)
+	}
+	if left, _ := a.pendingDeliveries(ctx); left != 0 {
+		t.Errorf("%d deliveries left", left)
+	}
+}
+
+// A runner that panics fails the delivery, which is retried; Serve survives.
+func TestRunnerPanicIsAFailure(t *testing.T) {
+	ctx := context.Background()
+	w, err := Open(ctx, Config{Path: Memory, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "wf", RunID: "r"}, worlds.QueueOptions{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	attempts := make(chan int, 10)
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Serve(sctx, runner(func(d worlds.Delivery) error {
+			attempts <- d.Attempt
+			if d.Attempt == 1 {
+				panic("boom")
+			}
+			return nil
+		}))
+	}()
+	defer func() { cancel(); <-done }()
+	for want := 1; want <= 2; want++ {
+		select {
+		case got := <-attempts:
+			if got != want {
+				t.Fatalf("attempt %d, want %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("attempt %d never came", want)
+		}
+	}
+}
