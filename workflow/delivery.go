@@ -13,6 +13,10 @@ import (
 // race with a concurrent delivery of the same run.
 const maxAdvanceRounds = 8
 
+// recordTimeout bounds recording a finished step attempt after its delivery's
+// context ended.
+const recordTimeout = 10 * time.Second
+
 // advance handles a DeliverWorkflow delivery: it replays the workflow against the
 // log and appends what the code reached next, or the run's end.
 func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
@@ -269,6 +273,10 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	out, runErr := c.call(actx, step.Input)
 	cancel()
 	dur := e.clock().Sub(start)
+	// The attempt has run: record its outcome even if the delivery is being cancelled
+	// (shutdown), so a finished side effect is not run again needlessly.
+	ctx, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancelRecord()
 
 	if runErr == nil {
 		ev := worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: stepID, Output: out}
