@@ -275,7 +275,9 @@ func TestCrashAndRestart(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+dir)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -298,7 +300,9 @@ func TestCrashAndRestart(t *testing.T) {
 		t.Fatalf("before restart: effects %v", e)
 	}
 
-	again := exec.Command(os.Args[0], "-test.run=^$")
+	// A hung child is killed and its output reported instead of hanging the test.
+	again := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	again.WaitDelay = time.Second
 	again.Env = append(os.Environ(), childEnv+"="+dir)
 	out, err := again.CombinedOutput()
 	if err != nil {
