@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -44,6 +45,11 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 		}
 		hist := buildHistory(run, events)
 		extra = append(extra, hist.dueWaits(e.clock())...)
+		if round == 0 {
+			if err := e.rearmEarlyWake(ctx, d, hist); err != nil {
+				return err
+			}
+		}
 		if len(extra) > 0 {
 			stored, err := e.world.Append(ctx, runID, extra...)
 			switch {
@@ -145,12 +151,37 @@ func (e *engine) queueCreated(ctx context.Context, wf, runID string, stored []wo
 		case worlds.EventStepCreated:
 			errs = append(errs, e.queueStep(ctx, wf, runID, ev.CorrelationID, time.Time{}))
 		case worlds.EventWaitCreated:
-			errs = append(errs, e.queueWorkflow(ctx, wf, runID, *ev.ResumeAt, "wake-"+runID+"-"+ev.CorrelationID))
+			errs = append(errs, e.queueWorkflow(ctx, wf, runID, *ev.ResumeAt, wakeID(runID, ev.CorrelationID)))
 		case worlds.EventHookConflict:
 			errs = append(errs, e.queueWorkflow(ctx, wf, runID, time.Time{}, ""))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// wakeID is the fixed delivery ID of the wake-up of wait waitID.
+func wakeID(runID, waitID string) string { return "wake-" + runID + "-" + waitID }
+
+// rearmEarlyWake queues a timer's wake-up again when it arrived before its wait
+// is due (a queue or scheduler that fires early, a clock skewed between
+// machines): acknowledging it would leave the run asleep for ever, since nothing
+// else wakes it.
+func (e *engine) rearmEarlyWake(ctx context.Context, d worlds.Delivery, h *history) error {
+	prefix := wakeID(h.run.RunID, "")
+	if !strings.HasPrefix(d.ID, prefix) {
+		return nil
+	}
+	now := e.clock()
+	for pos := 1; pos <= h.maxPos; pos++ {
+		r := h.byPos[pos]
+		if r == nil || r.kind != opWait || r.done != nil || r.created.ResumeAt == nil || wakeID(h.run.RunID, r.id) != d.ID {
+			continue
+		}
+		if now.Before(*r.created.ResumeAt) {
+			return e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, d.ID)
+		}
+	}
+	return nil
 }
 
 func (e *engine) requeuePending(ctx context.Context, h *history) {
@@ -164,7 +195,7 @@ func (e *engine) requeuePending(ctx context.Context, h *history) {
 		case r.kind == opStep && r.attempts == 0:
 			err = e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{})
 		case r.kind == opWait:
-			err = e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, "wake-"+h.run.RunID+"-"+r.id)
+			err = e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, wakeID(h.run.RunID, r.id))
 		}
 		if err != nil {
 			e.log.WarnContext(ctx, "re-queueing a pending operation", "run_id", h.run.RunID, "op", r.id, "error", err)
