@@ -104,7 +104,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 	defer base.Close()
 	faulty, err := chaos.Wrap(base, chaos.Rates{
 		AppendBefore: 0.05, AppendLost: 0.05, QueueBefore: 0.03,
-		Duplicate: 0.2, Late: 0.1, LateBy: 150 * time.Millisecond, Early: 0,
+		Duplicate: 0.2, Late: 0.1, LateBy: 150 * time.Millisecond, Early: 0.5,
 	}, s)
 	if err != nil {
 		t.Fatal(err)
