@@ -2,6 +2,7 @@ package worlds
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,12 @@ func ResumeHook(ctx context.Context, w World, token string, payload json.RawMess
 	hook, err := w.GetHookByToken(ctx, token)
 	if err != nil {
 		return ResumeContext{}, err
+	}
+	// The token is the webhook's only credential: check it in constant time, so a
+	// backend whose lookup is looser than byte equality (a case-insensitive index,
+	// a prefix match) cannot let a guessed token through or leak it by timing.
+	if subtle.ConstantTimeCompare([]byte(hook.Token), []byte(token)) != 1 {
+		return ResumeContext{}, fmt.Errorf("%w: no active hook owns the token", ErrHookNotFound)
 	}
 	rc := hook.ResumeContext()
 	if _, err := w.Append(ctx, rc.RunID, Event{Type: EventHookReceived, CorrelationID: rc.HookID, Payload: payload}); err != nil {
