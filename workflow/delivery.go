@@ -159,6 +159,41 @@ func (e *engine) queueCreated(ctx context.Context, wf, runID string, stored []wo
 	return errors.Join(errs...)
 }
 
+// outcomeRetries bounds how often a step's outcome is re-sent after a transient
+// World failure (a throttle, a timeout), before the delivery is left to retry.
+const outcomeRetries = 5
+
+// appendOutcome appends a finished attempt's outcome, retrying transient World
+// failures with backoff: the attempt has already run, and giving up here means
+// running its side effect again on redelivery. Rejections (any worlds error
+// kind) are final and returned at once.
+func (e *engine) appendOutcome(ctx context.Context, runID string, ev worlds.Event) error {
+	wait := 20 * time.Millisecond
+	for i := 0; ; i++ {
+		_, err := e.world.Append(ctx, runID, ev)
+		if err == nil || i == outcomeRetries || isRejection(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// isRejection reports whether err is the World refusing an event, as opposed to
+// failing to answer.
+func isRejection(err error) bool {
+	for _, kind := range []error{worlds.ErrEventInvalid, worlds.ErrNotFound, worlds.ErrConflict, worlds.ErrGone, worlds.ErrTooEarly} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // wakeID is the fixed delivery ID of the wake-up of wait waitID.
 func wakeID(runID, waitID string) string { return "wake-" + runID + "-" + waitID }
 
@@ -331,7 +366,7 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 //
 // actx is the attempt's context, which the observer's StepFinished receives.
 func (e *engine) stepOutcome(ctx, actx context.Context, info Info, ev worlds.Event, out *StepOutcome) error {
-	_, err := e.world.Append(ctx, info.RunID, ev)
+	err := e.appendOutcome(ctx, info.RunID, ev)
 	if err == nil && out != nil {
 		e.obs.StepFinished(actx, info, *out)
 	}

@@ -23,13 +23,15 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-// crashWorld loses the first step_completed write of the step named crashStep:
-// the step's side effect has happened, its completion is never persisted, and the
-// delivery fails as if the process had died at that instant.
+// crashWorld loses every step_completed write of the first attempt of the step
+// named crashStep: the step's side effect has happened, its completion is never
+// persisted however often that process re-sends it, and the delivery fails as if
+// the process had died at that instant.
 type crashWorld struct {
 	worlds.World
-	crashStep string
-	crashed   atomic.Bool
+	crashStep    string
+	crashed      atomic.Bool
+	crashAttempt atomic.Int64
 }
 
 var errCrash = errors.New("injected crash before step_completed was persisted")
@@ -40,7 +42,13 @@ func (w *crashWorld) Append(ctx context.Context, runID string, events ...worlds.
 			continue
 		}
 		step, err := w.World.GetStep(ctx, runID, ev.CorrelationID)
-		if err == nil && step.StepName == w.crashStep && w.crashed.CompareAndSwap(false, true) {
+		if err != nil || step.StepName != w.crashStep {
+			continue
+		}
+		if w.crashed.CompareAndSwap(false, true) {
+			w.crashAttempt.Store(int64(step.Attempt))
+		}
+		if int64(step.Attempt) == w.crashAttempt.Load() {
 			return nil, errCrash
 		}
 	}
