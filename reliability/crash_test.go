@@ -1,0 +1,240 @@
+package reliability_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/local"
+)
+
+// The child side of TestSIGKILLLosesNothing: it serves the Ledger workflow on the
+// World file named by CAIRN_CRASH_DB until it is killed, appending one line per
+// step execution to CAIRN_CRASH_EFFECTS.
+func TestCrashWorker(t *testing.T) {
+	db, effects := os.Getenv("CAIRN_CRASH_DB"), os.Getenv("CAIRN_CRASH_EFFECTS")
+	if db == "" {
+		t.Skip("child process of TestSIGKILLLosesNothing")
+	}
+	f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := local.Open(context.Background(), local.Config{Path: db, Workers: 4, Lease: 500 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := workflow.NewClient(workflow.Config{World: w, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = c.Serve(ctx, workflow.Use(Ledger{effects: f}))
+}
+
+// Ledger posts three entries with a short sleep between; each step writes a line
+// "<run>/<step>" to the effects file before it returns (O_APPEND, one write).
+type Ledger struct{ effects *os.File }
+
+func (l Ledger) Run(ctx workflow.Context, n int) (int, error) {
+	post := func(name string) func(context.Context, int) (int, error) {
+		return func(ctx context.Context, v int) (int, error) {
+			info, _ := workflow.InfoFrom(ctx)
+			time.Sleep(60 * time.Millisecond) // widen the window a kill can land in
+			if l.effects != nil {
+				if _, err := fmt.Fprintf(l.effects, "%s/%s\n", info.RunID, name); err != nil {
+					return 0, err
+				}
+			}
+			return v + 1, nil
+		}
+	}
+	v := n
+	for _, name := range []string{"debit", "credit", "settle"} {
+		var err error
+		if v, err = workflow.Step(ctx, name, post(name), v, workflow.WithMaxAttempts(20)); err != nil {
+			return 0, err
+		}
+		if err := workflow.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
+// TestSIGKILLLosesNothing starts runs on a file-backed embedded World, then
+// repeatedly starts a worker process and SIGKILLs it at a seeded random moment.
+// A last worker runs until every run is done. Every run must complete with the
+// right output, and each step must be completed exactly once in its log; a step
+// may have run more than once only where a kill interrupted it.
+func TestSIGKILLLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	s := seed(t)
+	t.Logf("CHAOS_SEED=%d", s)
+	rng := rand.New(rand.NewPCG(s, 1))
+	dir := t.TempDir()
+	db, effects := filepath.Join(dir, "crash.db"), filepath.Join(dir, "effects.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	w, err := local.Open(ctx, local.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := workflow.NewClient(workflow.Config{World: w, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs, kills = 40, 6
+	ids := make([]string, runs)
+	for i := range runs {
+		r, err := workflow.Start(ctx, c, Ledger{}, i*10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID()
+	}
+
+	worker := func(killAfter time.Duration) {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashWorker$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_EFFECTS="+effects)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if killAfter <= 0 {
+			<-done
+			return
+		}
+		select {
+		case <-time.After(killAfter):
+			_ = cmd.Process.Kill() // SIGKILL: no cleanup, no deferred code
+			<-done
+		case <-done:
+		}
+	}
+	doneCount := func() int {
+		n := 0
+		for _, id := range ids {
+			if r, err := w.GetRun(ctx, id); err == nil && r.Status.Terminal() {
+				n++
+			}
+		}
+		return n
+	}
+	interrupted := 0
+	var progress []int
+	for range kills {
+		worker(time.Duration(400+rng.IntN(500)) * time.Millisecond)
+		after := doneCount()
+		if after < runs {
+			interrupted++ // the kill landed while runs were unfinished
+		}
+		progress = append(progress, after)
+	}
+	t.Logf("runs finished after each kill: %v", progress)
+	if interrupted == 0 {
+		t.Fatalf("seed %d: no kill landed while work was in flight; the test proved nothing", s)
+	}
+	// The last worker is stopped once every run is done.
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for _, id := range ids {
+			if _, err := c.Wait(ctx, id); err != nil {
+				return
+			}
+		}
+	}()
+	last := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashWorker$", "-test.count=1")
+	last.Env = append(os.Environ(), "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_EFFECTS="+effects)
+	if err := last.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-finished:
+	case <-ctx.Done():
+	}
+	_ = last.Process.Kill()
+	_ = last.Wait()
+
+	reattempts := 0 // step attempts started again after a kill interrupted one
+	for i, id := range ids {
+		run, err := w.GetRun(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != worlds.RunCompleted {
+			dump(t, w, id)
+			t.Fatalf("seed %d: run %s is %s after %d kills", s, id, run.Status, kills)
+		}
+		if want := fmt.Sprint(i*10 + 3); string(run.Output) != want {
+			t.Fatalf("seed %d: run %s output %s, want %s", s, id, run.Output, want)
+		}
+		events, err := worlds.AllEvents(context.Background(), w, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		completed := map[string]int{}
+		for j, ev := range events {
+			if ev.Type == worlds.EventStepStarted && ev.Attempt > 1 {
+				reattempts++
+			}
+			if ev.Seq != int64(j+1) {
+				t.Fatalf("seed %d: run %s: log not contiguous at %d", s, id, j)
+			}
+			if ev.Type == worlds.EventStepCompleted {
+				completed[ev.CorrelationID]++
+			}
+		}
+		if len(completed) != 3 {
+			t.Fatalf("seed %d: run %s: %d steps completed, want 3", s, id, len(completed))
+		}
+		for step, n := range completed {
+			if n != 1 {
+				t.Fatalf("seed %d: run %s: %s completed %d times", s, id, step, n)
+			}
+		}
+	}
+	f, err := os.Open(effects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	execs := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		execs[strings.TrimSpace(sc.Text())]++
+	}
+	if len(execs) != runs*3 {
+		t.Fatalf("seed %d: %d distinct step effects, want %d", s, len(execs), runs*3)
+	}
+	repeated := 0
+	for _, n := range execs {
+		repeated += n - 1
+	}
+	t.Logf("runs=%d kills=%d interrupting=%d lost=0 step effects=%d interrupted attempts re-run=%d effects repeated=%d",
+		runs, kills, interrupted, len(execs), reattempts, repeated)
+	if reattempts == 0 {
+		t.Fatalf("seed %d: no kill interrupted a running step; the test proved nothing", s)
+	}
+	if repeated > kills*4 { // a kill interrupts at most the 4 steps its workers were running
+		t.Fatalf("seed %d: %d repeated step executions for %d kills", s, repeated, kills)
+	}
+}
