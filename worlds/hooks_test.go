@@ -26,7 +26,9 @@ func (w *looseWorld) Append(context.Context, string, ...Event) ([]Event, error) 
 	return nil, nil
 }
 
-func (w *looseWorld) Queue(context.Context, QueueInput, QueueOptions) (string, error) { return "d", nil }
+func (w *looseWorld) Queue(context.Context, QueueInput, QueueOptions) (string, error) {
+	return "d", nil
+}
 
 func TestResumeHookChecksTheTokenExactly(t *testing.T) {
 	t.Parallel()
