@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/local"
+)
+
+// ThreeSteps is the benchmarked cairn workflow: three trivial steps in sequence.
+type ThreeSteps struct{}
+
+func addOne(_ context.Context, n int) (int, error) { return n + 1, nil }
+
+// Run adds one three times, each time in its own durable step.
+func (ThreeSteps) Run(ctx workflow.Context, n int) (int, error) {
+	for _, name := range [Steps]string{"one", "two", "three"} {
+		var err error
+		if n, err = workflow.Step(ctx, name, addOne, n); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// countingWorld counts the World's write calls (Append and Queue), each one
+// SQLite transaction on the embedded World.
+type countingWorld struct {
+	worlds.World
+	srv    worlds.Server
+	writes atomic.Int64
+}
+
+func (c *countingWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	c.writes.Add(1)
+	return c.World.Append(ctx, runID, events...)
+}
+
+func (c *countingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
+	c.writes.Add(1)
+	return c.World.Queue(ctx, in, opts)
+}
+
+// Serve hands deliveries to runner with the counting World, so the runtime's
+// writes while executing deliveries are counted too.
+func (c *countingWorld) Serve(ctx context.Context, runner worlds.Runner) error {
+	return c.srv.Serve(ctx, countingRunner{Runner: runner, w: c})
+}
+
+type countingRunner struct {
+	worlds.Runner
+	w *countingWorld
+}
+
+func (r countingRunner) Run(ctx context.Context, _ worlds.World, d worlds.Delivery) error {
+	return r.Runner.Run(ctx, r.w, d)
+}
+
+// cairnBench is cairn's embedded World on a SQLite file in dir, served by
+// Workers workers.
+type cairnBench struct {
+	client *workflow.Client
+	world  *countingWorld
+	stop   func() error
+}
+
+func startCairn(dir string) (*cairnBench, error) {
+	ctx := context.Background()
+	lw, err := local.Open(ctx, local.Config{Path: filepath.Join(dir, "cairn.db"), Workers: Workers})
+	if err != nil {
+		return nil, err
+	}
+	cw := &countingWorld{World: lw, srv: lw}
+	client, err := workflow.NewClient(workflow.Config{World: cw, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		return nil, errors.Join(err, lw.Close())
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- client.Serve(sctx, workflow.Use(ThreeSteps{})) }()
+	stop := func() error {
+		cancel()
+		err := <-done
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		return errors.Join(err, lw.Close())
+	}
+	return &cairnBench{client: client, world: cw, stop: stop}, nil
+}
+
+// run starts n runs on Starters goroutines and awaits each to completion.
+func (c *cairnBench) run(ctx context.Context, n int) error {
+	return drive(ctx, n, func(ctx context.Context, i int) error {
+		r, err := workflow.Start(ctx, c.client, ThreeSteps{}, i)
+		if err != nil {
+			return err
+		}
+		out, err := r.Result(ctx)
+		if err != nil {
+			return err
+		}
+		if out != i+Steps {
+			return fmt.Errorf("cairn run %s: got %d, want %d", r.ID(), out, i+Steps)
+		}
+		return nil
+	})
+}
