@@ -33,17 +33,20 @@ func (ThreeSteps) Run(ctx workflow.Context, n int) (int, error) {
 // SQLite transaction on the embedded World.
 type countingWorld struct {
 	worlds.World
-	srv    worlds.Server
-	writes atomic.Int64
+	srv     worlds.Server
+	appends atomic.Int64
+	queues  atomic.Int64
 }
 
+func (c *countingWorld) writes() int64 { return c.appends.Load() + c.queues.Load() }
+
 func (c *countingWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
-	c.writes.Add(1)
+	c.appends.Add(1)
 	return c.World.Append(ctx, runID, events...)
 }
 
 func (c *countingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
-	c.writes.Add(1)
+	c.queues.Add(1)
 	return c.World.Queue(ctx, in, opts)
 }
 
