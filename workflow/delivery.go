@@ -371,8 +371,13 @@ func (e *engine) stepOutcome(ctx, actx context.Context, info Info, ev worlds.Eve
 		e.obs.StepFinished(actx, info, *out)
 	}
 	switch {
-	case errors.Is(err, worlds.ErrGone), errors.Is(err, worlds.ErrConflict):
-		return nil // run cancelled, or a concurrent attempt recorded first
+	case errors.Is(err, worlds.ErrGone):
+		return nil // run cancelled or finished
+	case errors.Is(err, worlds.ErrConflict):
+		// A concurrent attempt recorded first, or our own earlier send did and only
+		// its response was lost: then nobody has woken the run yet, so wake it (a
+		// spare replay is harmless).
+		return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
 	case ev.Type == worlds.EventStepCompleted && errors.Is(err, worlds.ErrEventInvalid):
 		// The World refused the output (too large): the step fails for good.
 		ei := &worlds.ErrorInfo{Message: (&SerializationError{What: "step " + quote(info.StepName) + " output", Err: err}).Error(), Fatal: true}
