@@ -72,8 +72,11 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 		}
 		if d.Attempt > 1 {
 			// This delivery ran before and may have died between an append and its
-			// queueing: queue the deliveries of pending operations again.
-			e.requeuePending(ctx, hist)
+			// queueing: queue the deliveries of pending operations again. If that
+			// fails too, the delivery must fail, or the operations are never run.
+			if err := e.requeuePending(ctx, hist); err != nil {
+				return err
+			}
 		}
 
 		x := newExecution(e, e.world, hist, modeAdvance, "")
@@ -219,23 +222,24 @@ func (e *engine) rearmEarlyWake(ctx context.Context, d worlds.Delivery, h *histo
 	return nil
 }
 
-func (e *engine) requeuePending(ctx context.Context, h *history) {
+func (e *engine) requeuePending(ctx context.Context, h *history) error {
+	var errs []error
 	for pos := 1; pos <= h.maxPos; pos++ {
 		r := h.byPos[pos]
 		if r == nil || r.done != nil {
 			continue
 		}
-		var err error
 		switch {
 		case r.kind == opStep && r.attempts == 0:
-			err = e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{})
+			errs = append(errs, e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{}))
 		case r.kind == opWait:
-			err = e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, wakeID(h.run.RunID, r.id))
-		}
-		if err != nil {
-			e.log.WarnContext(ctx, "re-queueing a pending operation", "run_id", h.run.RunID, "op", r.id, "error", err)
+			errs = append(errs, e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, wakeID(h.run.RunID, r.id)))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("workflow: run %s: re-queueing pending operations: %w", h.run.RunID, err)
+	}
+	return nil
 }
 
 func (e *engine) queueWorkflow(ctx context.Context, wf, runID string, due time.Time, id string) error {
