@@ -73,12 +73,13 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	const run = "hot"
-	if _, err := w.Append(ctx, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.Ledger"}); err != nil {
-		// The creation itself may have been hit; it must then exist or be retryable.
-		if _, gerr := w.GetRun(ctx, run); gerr != nil {
-			if _, err := w.Append(ctx, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.Ledger"}); err != nil {
-				t.Fatalf("seed %d: create: %v", s, err)
-			}
+	for attempt := 0; ; attempt++ { // creation may be throttled or lose its response too
+		_, err := w.Append(ctx, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.Ledger"})
+		if err == nil || errors.Is(err, worlds.ErrRunExists) {
+			break
+		}
+		if attempt > 40 {
+			t.Fatalf("seed %d: create: %v", s, err)
 		}
 	}
 	const writers, each = 6, 6
