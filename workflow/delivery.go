@@ -174,7 +174,7 @@ func (e *engine) appendOutcome(ctx context.Context, runID string, ev worlds.Even
 	wait := 20 * time.Millisecond
 	for i := 0; ; i++ {
 		_, err := e.world.Append(ctx, runID, ev)
-		if err == nil || i == outcomeRetries || isRejection(err) {
+		if err == nil || i == outcomeRetries || worlds.KindOf(err) != nil {
 			return err
 		}
 		select {
@@ -184,17 +184,6 @@ func (e *engine) appendOutcome(ctx context.Context, runID string, ev worlds.Even
 		}
 		wait *= 2
 	}
-}
-
-// isRejection reports whether err is the World refusing an event, as opposed to
-// failing to answer.
-func isRejection(err error) bool {
-	for _, kind := range []error{worlds.ErrEventInvalid, worlds.ErrNotFound, worlds.ErrConflict, worlds.ErrGone, worlds.ErrTooEarly} {
-		if errors.Is(err, kind) {
-			return true
-		}
-	}
-	return false
 }
 
 // wakeID is the fixed delivery ID of the wake-up of wait waitID.

@@ -103,15 +103,21 @@ func (e *EventError) Is(target error) bool { return target == e.Kind }
 // Unwrap returns the specific cause, so errors.Is also matches it.
 func (e *EventError) Unwrap() error { return e.Cause }
 
-func rejected(ev *Event, cause error, reason string) error {
-	var kind error
+// KindOf returns the error kind err matches (ErrEventInvalid, ErrNotFound,
+// ErrConflict, ErrGone or ErrTooEarly), or nil when err is not a World's
+// rejection but a failure to answer (a timeout, a throttle), which may succeed
+// when retried.
+func KindOf(err error) error {
 	for _, k := range []error{ErrEventInvalid, ErrNotFound, ErrConflict, ErrGone, ErrTooEarly} {
-		if errors.Is(cause, k) {
-			kind = k
-			break
+		if errors.Is(err, k) {
+			return k
 		}
 	}
-	return &EventError{Kind: kind, Cause: cause, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID, Reason: reason}
+	return nil
+}
+
+func rejected(ev *Event, cause error, reason string) error {
+	return &EventError{Kind: KindOf(cause), Cause: cause, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID, Reason: reason}
 }
 
 // ArgumentError reports a bad argument to a World method or constructor, naming the

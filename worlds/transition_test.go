@@ -215,3 +215,22 @@ func FuzzUnmarshalQueueInput(f *testing.F) {
 		}
 	})
 }
+
+func TestKindOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err, want error
+	}{
+		{ErrStepFinished, ErrConflict},
+		{ErrRunFinished, ErrGone},
+		{ErrWaitNotDue, ErrTooEarly},
+		{ErrItemTooLarge, ErrEventInvalid},
+		{ErrHookNotFound, ErrNotFound},
+		{errors.New("throttled"), nil},
+		{ErrAppendContention, nil},
+	} {
+		if got := KindOf(tc.err); got != tc.want {
+			t.Errorf("KindOf(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
