@@ -23,11 +23,13 @@ func TestCrashedClaimReturnsAfterLease(t *testing.T) {
 	if _, err := crashed.Queue(ctx, in, worlds.QueueOptions{ID: "d"}); err != nil {
 		t.Fatal(err)
 	}
+	// The lease runs from a clock reading taken inside claim, so the earliest
+	// legitimate redelivery is measured from just before the call.
+	claimedAt := time.Now()
 	d, _, err := crashed.claim(ctx)
 	if err != nil || d == nil || d.Attempt != 1 {
 		t.Fatalf("claim = %+v, %v", d, err)
 	}
-	claimedAt := time.Now()
 
 	other, err := Open(ctx, Config{Path: path, PollInterval: 20 * time.Millisecond})
 	if err != nil {
