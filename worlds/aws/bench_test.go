@@ -45,6 +45,10 @@ func (c *countingDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInpu
 	c.writes.Add(1)
 	return c.DynamoDBAPI.DeleteItem(ctx, in, o...)
 }
+func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.writes.Add(1)
+	return c.DynamoDBAPI.UpdateItem(ctx, in, o...)
+}
 func (c *countingDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	c.txns.Add(1)
 	return c.DynamoDBAPI.TransactWriteItems(ctx, in, o...)

@@ -40,6 +40,13 @@ type Config struct {
 	// Retentions overrides Retention per workflow name.
 	Retentions map[string]time.Duration
 
+	// Lease is how long the Queue handler holds a delivery it is executing
+	// against other receivers of the same delivery (SQS duplicates), and the
+	// visibility its heartbeat gives the message, renewing both every Lease/2. A
+	// worker that dies releases its deliveries after at most Lease. Zero uses
+	// DefaultLease; at least 2 seconds, at most 12 hours (SQS's visibility limit).
+	Lease time.Duration
+
 	// Clock returns the current time; nil uses time.Now.
 	Clock func() time.Time
 	// NewID generates delivery IDs; nil uses random 26-character IDs.
@@ -80,6 +87,7 @@ type DynamoDBAPI interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 // SQSAPI is the part of the SQS client the World and its Queue handler use.
@@ -169,6 +177,12 @@ func validate(c *Config) error {
 		if _, ok := c.Queues[r.Queue]; !ok {
 			return &ConfigError{Field: "Routes", Value: r.Workflow + " -> " + r.Queue, Reason: "queue not in Queues"}
 		}
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Lease < 2*time.Second || c.Lease > 12*time.Hour {
+		return &ConfigError{Field: "Lease", Value: c.Lease, Reason: "must be within [2s, 12h]"}
 	}
 	if c.Retention < 0 {
 		return &ConfigError{Field: "Retention", Value: c.Retention, Reason: "must not be negative"}

@@ -20,11 +20,14 @@ import (
 
 // Queue handler timing.
 const (
-	// HeartbeatInterval is how often a running delivery's visibility is extended.
-	HeartbeatInterval = 30 * time.Second
-	// heartbeatVisibility is the visibility each heartbeat sets: if the worker dies,
-	// the message returns within two missed heartbeats.
-	heartbeatVisibility = 2 * HeartbeatInterval
+	// DefaultLease is Config.Lease when it is zero.
+	DefaultLease = 60 * time.Second
+	// HeartbeatInterval is how often a running delivery's lease and visibility are
+	// extended with the default lease: every half lease, so a worker that dies
+	// releases the delivery within two missed heartbeats.
+	HeartbeatInterval = DefaultLease / 2
+	// maxVisibility is SQS's limit on a message's visibility timeout.
+	maxVisibility = 12 * time.Hour
 	// MinRetryDelay and MaxRetryDelay bound the failure backoff, which doubles with
 	// each receive of a message.
 	MinRetryDelay = time.Second
@@ -51,10 +54,11 @@ type SQSHandler = func(ctx context.Context, ev events.SQSEvent) (events.SQSEvent
 //
 //	lambda.Start(awsworld.Queue(world, worlds.Runners(workflow.Use(flows.GenerateReport))))
 //
-// It loads each message's QUEUE# record (acknowledging a message without one),
-// sends an early message again with its remaining delay, and otherwise runs the
-// delivery, extending the message's visibility every 30 seconds, and deletes the
-// record. A failed delivery is reported in BatchItemFailures with a visibility
+// It claims each message's QUEUE# record with a lease (acknowledging a message
+// without one; failing, for later, one whose record another receiver holds, so
+// duplicate messages of a delivery take turns), sends an early message again with
+// its remaining delay, and otherwise runs the delivery, extending the lease and
+// the message's visibility every half Config.Lease, and deletes the record. A failed delivery is reported in BatchItemFailures with a visibility
 // backoff doubling from one second per receive up to 15 minutes. Once the batch is
 // halfway to the invocation's deadline, the remaining messages are handed back with
 // their visibility reset so another invocation takes them at once.
@@ -116,10 +120,15 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			continue
 		}
 		if err := h.processFn(ctx, r); err != nil {
-			count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-			delay := RetryDelay(count)
-			h.log.WarnContext(ctx, "awsworld: delivery failed", "messageId", r.MessageId, "receiveCount", count, "retryIn", delay, "err", err)
-			h.setVisibility(ctx, r, delay)
+			var ra *retryAfterError
+			if errors.As(err, &ra) {
+				h.setVisibility(ctx, r, min(ra.after, maxVisibility))
+			} else {
+				count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+				delay := RetryDelay(count)
+				h.log.WarnContext(ctx, "awsworld: delivery failed", "messageId", r.MessageId, "receiveCount", count, "retryIn", delay, "err", err)
+				h.setVisibility(ctx, r, delay)
+			}
 			fail(r)
 			if g := r.Attributes["MessageGroupId"]; g != "" {
 				failedGroups[g] = true
@@ -136,7 +145,17 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 		h.log.WarnContext(ctx, "awsworld: acknowledging a message that is not a queue message", "messageId", r.MessageId, "body", r.Body)
 		return nil
 	}
-	rec, err := h.w.loadRecord(ctx, m.ID)
+	rec, err := h.w.claimRecord(ctx, m.ID, h.wall())
+	var held *leaseHeldError
+	if errors.As(err, &held) {
+		// Another receiver is executing this delivery: look again with the usual
+		// backoff, and no later than the lease's end. Usually it has finished by
+		// then and this message is acknowledged as delivered.
+		count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+		after := min(RetryDelay(count), max(held.until.Sub(h.wall()), 0)+time.Second)
+		h.log.DebugContext(ctx, "awsworld: delivery held by another receiver", "id", m.ID, "until", held.until, "retryIn", after)
+		return &retryAfterError{err: err, after: after}
+	}
 	if err != nil {
 		if errors.Is(err, worlds.ErrInvalidArgument) {
 			h.log.WarnContext(ctx, "awsworld: acknowledging an unreadable queue record", "id", m.ID, "err", err)
@@ -154,17 +173,35 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 		if !ok {
 			q = h.w.queueFor(rec.Input.WorkflowName)
 		}
-		return h.w.publish(ctx, rec.ID, q, rec.Input.RunID, rec.DueAt)
+		err := h.w.publish(ctx, rec.ID, q, rec.Input.RunID, rec.DueAt)
+		return errors.Join(err, h.w.releaseRecord(context.WithoutCancel(ctx), rec))
 	}
-	count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-	stop := h.heartbeat(ctx, r)
-	err = h.run(ctx, rec, max(count, 1))
+	stop := h.heartbeat(ctx, r, rec)
+	// The record counts executions of the delivery across all its messages, so
+	// a duplicate message that runs after a failed execution knows it is a retry.
+	err = h.run(ctx, rec, max(rec.attempts, 1))
 	stop()
-	if err != nil {
-		return err
+	if err == nil {
+		// Not deleted, the record is run again: harmless, the runtime is idempotent.
+		err = h.w.deleteRecord(context.WithoutCancel(ctx), rec)
 	}
-	return h.w.deleteRecord(ctx, rec)
+	if err != nil {
+		if rerr := h.w.releaseRecord(context.WithoutCancel(ctx), rec); rerr != nil {
+			h.log.WarnContext(ctx, "awsworld: releasing a failed delivery; its retry waits for the lease", "id", rec.ID, "err", rerr)
+		}
+	}
+	return err
 }
+
+// retryAfterError fails a message with a visibility of its own instead of the
+// receive-count backoff.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
 
 func (h *handler) run(ctx context.Context, rec *record, attempt int) error {
 	if rec.Input.Kind == worlds.DeliverExpire {
@@ -178,9 +215,10 @@ func (h *handler) run(ctx context.Context, rec *record, attempt int) error {
 	return h.runner.Run(ctx, h.w, worlds.Delivery{ID: rec.ID, Input: rec.Input, DueAt: rec.DueAt, Attempt: attempt})
 }
 
-// heartbeat extends the message's visibility every HeartbeatInterval until stopped.
-func (h *handler) heartbeat(ctx context.Context, r events.SQSMessage) (stop func()) {
-	ticks, stopTicker := h.tick(HeartbeatInterval)
+// heartbeat extends the delivery's lease and its message's visibility every half
+// lease until stopped.
+func (h *handler) heartbeat(ctx context.Context, r events.SQSMessage, rec *record) (stop func()) {
+	ticks, stopTicker := h.tick(h.w.cfg.Lease / 2)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -192,7 +230,10 @@ func (h *handler) heartbeat(ctx context.Context, r events.SQSMessage) (stop func
 			case <-ctx.Done():
 				return
 			case <-ticks:
-				h.setVisibility(ctx, r, heartbeatVisibility)
+				if err := h.w.renewLease(ctx, rec, h.wall()); err != nil {
+					h.log.WarnContext(ctx, "awsworld: renewing a delivery lease", "id", rec.ID, "err", err)
+				}
+				h.setVisibility(ctx, r, h.w.cfg.Lease)
 			}
 		}
 	}()

@@ -42,6 +42,23 @@ type record struct {
 	DueAt time.Time
 	Queue string
 	due   string // the stored due_at, for the delete condition
+	// claim is the token of the handler executing the delivery, and attempts how
+	// many handlers have claimed it: SQS may hand one delivery to several
+	// receivers (duplicate messages, at-least-once receives), and they run it one
+	// at a time.
+	claim    string
+	attempts int
+}
+
+// leaseHeldError reports a delivery another receiver is executing; its message
+// comes back once the lease ends.
+type leaseHeldError struct {
+	id    string
+	until time.Time // wall clock
+}
+
+func (e *leaseHeldError) Error() string {
+	return fmt.Sprintf("awsworld: delivery %s is being executed by another receiver until %s", e.id, e.until.Format(time.RFC3339Nano))
 }
 
 var scheduleSafe = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,` + fmt.Sprint(64-len(SchedulePrefix)) + `}$`)
@@ -106,11 +123,41 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	return id, nil
 }
 
-func (w *World) loadRecord(ctx context.Context, id string) (*record, error) {
-	item, err := w.getItem(ctx, queuePK(id), metaSK)
-	if err != nil || item == nil {
-		return nil, err
+// claimRecord loads the QUEUE#<id> record and leases it to one execution until
+// wall+lease, counting the attempt. It returns nil without a record, and a
+// *leaseHeldError while another execution holds an unexpired lease.
+func (w *World) claimRecord(ctx context.Context, id string, wall time.Time) (*record, error) {
+	token := w.newID()
+	out, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           w.table,
+		Key:                                 key(queuePK(id), metaSK),
+		UpdateExpression:                    aws.String("SET #c = :c, #l = :l ADD #a :one"),
+		ConditionExpression:                 aws.String("attribute_exists(#pk) AND (attribute_not_exists(#c) OR #l < :now)"),
+		ExpressionAttributeNames:            map[string]string{"#pk": attrPK, "#c": attrClaim, "#l": attrLease, "#a": attrAttempts},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":c": s(token), ":l": n(wall.Add(w.cfg.Lease).UnixMilli()), ":now": n(wall.UnixMilli()), ":one": n(1)},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		old := ccf.Item
+		if len(old) == 0 { // an engine that does not return the old item: look
+			if old, err = w.getItem(ctx, queuePK(id), metaSK); err != nil {
+				return nil, err
+			}
+		}
+		if len(old) == 0 {
+			return nil, nil
+		}
+		return nil, &leaseHeldError{id: id, until: time.UnixMilli(getN(old, attrLease))}
 	}
+	if err != nil {
+		return nil, fmt.Errorf("awsworld: claim queue record %s: %w", id, err)
+	}
+	return decodeRecord(id, out.Attributes)
+}
+
+func decodeRecord(id string, item map[string]types.AttributeValue) (*record, error) {
 	in, err := worlds.UnmarshalQueueInput([]byte(getS(item, attrData)))
 	if err != nil {
 		return nil, fmt.Errorf("awsworld: queue record %s: %w", id, err)
@@ -119,17 +166,52 @@ func (w *World) loadRecord(ctx context.Context, id string) (*record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("awsworld: queue record %s: due_at: %w", id, err)
 	}
-	return &record{ID: id, Input: in, DueAt: due, Queue: getS(item, attrQueue), due: getS(item, attrDue)}, nil
+	return &record{ID: id, Input: in, DueAt: due, Queue: getS(item, attrQueue), due: getS(item, attrDue),
+		claim: getS(item, attrClaim), attempts: int(getN(item, attrAttempts))}, nil
 }
 
-// deleteRecord removes a delivered record unless a later Queue call with the same
-// ID re-armed it for another time.
+// renewLease extends r's lease to wall+Lease while its execution still holds it.
+func (w *World) renewLease(ctx context.Context, r *record, wall time.Time) error {
+	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: w.table, Key: key(queuePK(r.ID), metaSK),
+		UpdateExpression:          aws.String("SET #l = :l"),
+		ConditionExpression:       aws.String("#c = :c"),
+		ExpressionAttributeNames:  map[string]string{"#c": attrClaim, "#l": attrLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": s(r.claim), ":l": n(wall.Add(w.cfg.Lease).UnixMilli())},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("awsworld: renew lease of %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// releaseRecord gives up r's lease after a failed execution, so its retry need
+// not wait for the lease to run out.
+func (w *World) releaseRecord(ctx context.Context, r *record) error {
+	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: w.table, Key: key(queuePK(r.ID), metaSK),
+		UpdateExpression:          aws.String("REMOVE #c, #l"),
+		ConditionExpression:       aws.String("#c = :c"),
+		ExpressionAttributeNames:  map[string]string{"#c": attrClaim, "#l": attrLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": s(r.claim)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("awsworld: release queue record %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// deleteRecord removes a delivered record while its execution still holds it and
+// no later Queue call with the same ID re-armed it (a Queue call rewrites the
+// record, dropping the claim), so a delivery queued again while running runs again.
 func (w *World) deleteRecord(ctx context.Context, r *record) error {
 	_, err := w.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: w.table, Key: key(queuePK(r.ID), metaSK),
-		ConditionExpression:       aws.String("#d = :d"),
-		ExpressionAttributeNames:  map[string]string{"#d": attrDue},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":d": s(r.due)},
+		ConditionExpression:       aws.String("#d = :d AND #c = :c"),
+		ExpressionAttributeNames:  map[string]string{"#d": attrDue, "#c": attrClaim},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": s(r.due), ":c": s(r.claim)},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if err != nil && !errors.As(err, &ccf) {

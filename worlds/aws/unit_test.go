@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.uber.org/goleak"
@@ -138,9 +140,16 @@ func TestRetryDelay(t *testing.T) {
 	}
 }
 
-// fakeDB serves queue records from memory, enough for handler unit tests.
+// fakeDB stands in for DynamoDB in handler unit tests; it counts UpdateItem
+// calls (lease renewals) and answers them with success.
 type fakeDB struct {
 	DynamoDBAPI
+	updates atomic.Int64
+}
+
+func (f *fakeDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	f.updates.Add(1)
+	return &dynamodb.UpdateItemOutput{}, nil
 }
 
 type funcRunner func(ctx context.Context, d worlds.Delivery) error
@@ -266,8 +275,8 @@ func TestHandlerFIFOGroupStopsAfterFailure(t *testing.T) {
 
 func TestHeartbeatExtendsVisibility(t *testing.T) {
 	t.Parallel()
-	fs := &fakeSQS{}
-	w, err := New(validConfig(), &fakeDB{}, fs)
+	fs, db := &fakeSQS{}, &fakeDB{}
+	w, err := New(validConfig(), db, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +284,7 @@ func TestHeartbeatExtendsVisibility(t *testing.T) {
 	ticks := make(chan time.Time)
 	var gotInterval time.Duration
 	h.tick = func(d time.Duration) (<-chan time.Time, func()) { gotInterval = d; return ticks, func() {} }
-	stop := h.heartbeat(context.Background(), events.SQSMessage{MessageId: "m", EventSourceARN: "arn:aws:sqs:us-east-1:1:q"})
+	stop := h.heartbeat(context.Background(), events.SQSMessage{MessageId: "m", EventSourceARN: "arn:aws:sqs:us-east-1:1:q"}, &record{ID: "d", claim: "c"})
 	ticks <- time.Time{}
 	ticks <- time.Time{}
 	ticks <- time.Time{}
@@ -287,6 +296,9 @@ func TestHeartbeatExtendsVisibility(t *testing.T) {
 	// stop waits for the loop, so all three extensions are recorded.
 	if v := fs.visibilities(); len(v) != 3 || v[0] != 60 {
 		t.Fatalf("visibility changes = %v, want 3 extensions to 60 s", v)
+	}
+	if n := db.updates.Load(); n != 3 {
+		t.Fatalf("%d lease renewals, want 3", n)
 	}
 }
 

@@ -752,3 +752,91 @@ func TestRetentionDefersWhileATokenIsRetained(t *testing.T) {
 		t.Fatalf("hook found through list_group survived: %v", err)
 	}
 }
+
+// blockingRunner hands each execution to the test, which decides its outcome.
+type blockingRunner struct {
+	calls chan worlds.Delivery
+	out   chan error
+}
+
+func (blockingRunner) Workflows() []string { return []string{"flows.A"} }
+func (r blockingRunner) Run(_ context.Context, _ worlds.World, d worlds.Delivery) error {
+	r.calls <- d
+	return <-r.out
+}
+
+// Two messages of one delivery (a send retried after its response was lost, or
+// SQS handing one message to two receivers) must not run it at once: the second
+// would find nothing to do, acknowledge, and delete the record while the first
+// can still fail, and the first's retry would then find no record and the
+// delivery would be lost. The record's lease makes them take turns, and the
+// attempt counts executions across both messages.
+func TestDuplicateMessagesOfADeliveryTakeTurns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	id, err := e.w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "r"}, worlds.QueueOptions{ID: "dup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := blockingRunner{calls: make(chan worlds.Delivery), out: make(chan error)}
+	h := awsworld.Queue(e.w, r)
+	msg := func(mid string) events.SQSEvent {
+		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: mid, Body: `{"id":"` + id + `"}`, EventSourceARN: e.arn,
+			ReceiptHandle: "rh-" + mid, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}}
+	}
+	first := make(chan events.SQSEventResponse)
+	go func() {
+		resp, _ := h(ctx, msg("m1"))
+		first <- resp
+	}()
+	if d := <-r.calls; d.Attempt != 1 {
+		t.Fatalf("first execution has attempt %d", d.Attempt)
+	}
+	// While the first runs, the duplicate is turned away without running.
+	turnedAway := make(chan events.SQSEventResponse, 1)
+	go func() {
+		resp, _ := h(ctx, msg("m2"))
+		turnedAway <- resp
+	}()
+	select {
+	case <-r.calls:
+		r.out <- nil
+		t.Fatal("the duplicate ran while the first execution was running")
+	case resp := <-turnedAway:
+		if len(resp.BatchItemFailures) != 1 {
+			t.Fatalf("duplicate during the first execution: %+v; want it failed for later", resp)
+		}
+	}
+	r.out <- errors.New("failed after its appends")
+	if resp := <-first; len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("failed execution reported %+v", resp)
+	}
+	// The duplicate now runs the delivery as its second attempt, and succeeds.
+	second := make(chan events.SQSEventResponse)
+	go func() {
+		resp, _ := h(ctx, msg("m2"))
+		second <- resp
+	}()
+	if d := <-r.calls; d.Attempt != 2 {
+		t.Fatalf("duplicate runs as attempt %d, want 2", d.Attempt)
+	}
+	r.out <- nil
+	if resp := <-second; len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("successful execution reported %+v", resp)
+	}
+	// The first message's retry finds the delivery done.
+	done := make(chan events.SQSEventResponse)
+	go func() {
+		resp, _ := h(ctx, msg("m1"))
+		done <- resp
+	}()
+	select {
+	case d := <-r.calls:
+		t.Fatalf("delivery ran again after it succeeded: %+v", d)
+	case resp := <-done:
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("retry of a finished delivery reported %+v", resp)
+		}
+	}
+}
