@@ -4,47 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/cairn-go/cairn/internal/testenv"
 	"github.com/cairn-go/cairn/worlds"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
 )
-
-// faultyDynamoDB throttles TransactWriteItems before it reaches DynamoDB, and
-// loses the response of some that committed, at seeded random rates.
-type faultyDynamoDB struct {
-	awsworld.DynamoDBAPI
-	mu                    sync.Mutex
-	rng                   *rand.Rand
-	throttled, lost, sent atomic.Int64
-}
-
-func (f *faultyDynamoDB) roll(p float64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rng.Float64() < p
-}
-
-func (f *faultyDynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	f.sent.Add(1)
-	if f.roll(0.15) {
-		f.throttled.Add(1)
-		return nil, &types.ProvisionedThroughputExceededException{Message: new("injected throttle")}
-	}
-	out, err := f.DynamoDBAPI.TransactWriteItems(ctx, in, opts...)
-	if err == nil && f.roll(0.15) {
-		f.lost.Add(1)
-		return nil, errors.New("injected: connection reset after the transaction committed")
-	}
-	return out, err
-}
 
 // TestAWSWorldUnderDynamoDBFaults appends from many writers to one hot run of
 // the AWS World on DynamoDB Local while transactions are throttled or commit
@@ -64,7 +30,8 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.DeleteTableOnCleanup(t, db, table)
-	faulty := &faultyDynamoDB{DynamoDBAPI: db, rng: rand.New(rand.NewPCG(s, 2))}
+	f := newFaults(s, map[string]float64{"ddb-throttle-write": 0.15, "ddb-lost-write": 0.15})
+	faulty := &faultyDynamoDB{DynamoDBAPI: db, f: f}
 	w, err := awsworld.New(awsworld.Config{
 		BaseURL: "https://example.com/v1/workflow", TableName: table,
 		QueueURL: "http://127.0.0.1:4566/000000000000/unused", // appends never touch SQS
@@ -133,8 +100,8 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 		}
 	}
 	t.Logf("transactions sent=%d throttled=%d responses lost=%d events=%d lost=0 duplicated=0",
-		faulty.sent.Load(), faulty.throttled.Load(), faulty.lost.Load(), len(events))
-	if faulty.throttled.Load() == 0 || faulty.lost.Load() == 0 {
+		faulty.sent.Load(), f.count("ddb-throttle-write"), f.count("ddb-lost-write"), len(events))
+	if f.count("ddb-throttle-write") == 0 || f.count("ddb-lost-write") == 0 {
 		t.Fatalf("seed %d: a fault kind was never injected; rerun proves nothing", s)
 	}
 }

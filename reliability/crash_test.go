@@ -21,15 +21,11 @@ import (
 // World file named by CAIRN_CRASH_DB until it is killed, appending one line per
 // step execution to CAIRN_CRASH_EFFECTS.
 func TestCrashWorker(t *testing.T) {
-	db, effects := os.Getenv("CAIRN_CRASH_DB"), os.Getenv("CAIRN_CRASH_EFFECTS")
+	db := os.Getenv("CAIRN_CRASH_DB")
 	if db == "" {
 		t.Skip("child process of TestSIGKILLLosesNothing")
 	}
-	f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openEffects(t)
 	w, err := local.Open(context.Background(), local.Config{Path: db, Workers: 4, Lease: 500 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +37,16 @@ func TestCrashWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = c.Serve(ctx, workflow.Use(Ledger{effects: f}))
+}
+
+// openEffects opens the effects file a crash worker appends to.
+func openEffects(t *testing.T) *os.File {
+	f, err := os.OpenFile(os.Getenv("CAIRN_CRASH_EFFECTS"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // Ledger posts three entries with a short sleep between; each step writes a line
@@ -83,51 +89,58 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	t.Parallel()
-	s := seed(t)
-	t.Logf("CHAOS_SEED=%d", s)
-	rng := rand.New(rand.NewPCG(s, 1))
 	dir := t.TempDir()
 	db, effects := filepath.Join(dir, "crash.db"), filepath.Join(dir, "effects.txt")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-
-	w, err := local.Open(ctx, local.Config{Path: db})
+	w, err := local.Open(context.Background(), local.Config{Path: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	crashLoop(t, crashSetup{
+		world: w, runs: 40, kills: 6, effects: effects,
+		worker: "TestCrashWorker", env: []string{"CAIRN_CRASH_DB=" + db},
+		killAfter: func(rng *rand.Rand) time.Duration { return time.Duration(400+rng.IntN(500)) * time.Millisecond },
+	})
+}
+
+// crashSetup describes one SIGKILL loop: the World the runs live in, and the
+// test function that serves it in a child process.
+type crashSetup struct {
+	world       worlds.World
+	runs, kills int
+	effects     string   // the file each step execution appends a line to
+	worker      string   // the child's test function
+	env         []string // the child's extra environment
+	killAfter   func(*rand.Rand) time.Duration
+}
+
+// crashLoop starts cs.runs Ledger runs, kills cs.kills worker processes at
+// seeded random moments, lets a last worker finish, and checks that nothing was
+// lost: every run completed with the right output, each step completed once in
+// a contiguous log, and steps re-executed only where a kill interrupted them.
+func crashLoop(t *testing.T, cs crashSetup) {
+	s := seed(t)
+	t.Logf("CHAOS_SEED=%d", s)
+	rng := rand.New(rand.NewPCG(s, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := cs.world
 	c, err := workflow.NewClient(workflow.Config{World: w, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const runs, kills = 40, 6
-	ids := make([]string, runs)
-	for i := range runs {
+	ids := make([]string, cs.runs)
+	for i := range cs.runs {
 		r, err := workflow.Start(ctx, c, Ledger{}, i*10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[i] = r.ID()
 	}
-
-	worker := func(killAfter time.Duration) {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashWorker$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_EFFECTS="+effects)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		if killAfter <= 0 {
-			<-done
-			return
-		}
-		select {
-		case <-time.After(killAfter):
-			_ = cmd.Process.Kill() // SIGKILL: no cleanup, no deferred code
-			<-done
-		case <-done:
-		}
+	command := func() *exec.Cmd {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+cs.worker+"$", "-test.count=1")
+		cmd.Env = append(append(os.Environ(), "CAIRN_CRASH_EFFECTS="+cs.effects), cs.env...)
+		return cmd
 	}
 	doneCount := func() int {
 		n := 0
@@ -140,10 +153,21 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 	}
 	interrupted := 0
 	var progress []int
-	for range kills {
-		worker(time.Duration(400+rng.IntN(500)) * time.Millisecond)
+	for range cs.kills {
+		cmd := command()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-time.After(cs.killAfter(rng)):
+			_ = cmd.Process.Kill() // SIGKILL: no cleanup, no deferred code
+			<-done
+		case <-done:
+		}
 		after := doneCount()
-		if after < runs {
+		if after < cs.runs {
 			interrupted++ // the kill landed while runs were unfinished
 		}
 		progress = append(progress, after)
@@ -162,8 +186,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 			}
 		}
 	}()
-	last := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashWorker$", "-test.count=1")
-	last.Env = append(os.Environ(), "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_EFFECTS="+effects)
+	last := command()
 	if err := last.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +205,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 		}
 		if run.Status != worlds.RunCompleted {
 			dump(t, w, id)
-			t.Fatalf("seed %d: run %s is %s after %d kills", s, id, run.Status, kills)
+			t.Fatalf("seed %d: run %s is %s after %d kills", s, id, run.Status, cs.kills)
 		}
 		if want := fmt.Sprint(i*10 + 3); string(run.Output) != want {
 			t.Fatalf("seed %d: run %s output %s, want %s", s, id, run.Output, want)
@@ -212,7 +235,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 			}
 		}
 	}
-	f, err := os.Open(effects)
+	f, err := os.Open(cs.effects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,19 +245,19 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 	for sc.Scan() {
 		execs[strings.TrimSpace(sc.Text())]++
 	}
-	if len(execs) != runs*3 {
-		t.Fatalf("seed %d: %d distinct step effects, want %d", s, len(execs), runs*3)
+	if len(execs) != cs.runs*3 {
+		t.Fatalf("seed %d: %d distinct step effects, want %d", s, len(execs), cs.runs*3)
 	}
 	repeated := 0
 	for _, n := range execs {
 		repeated += n - 1
 	}
 	t.Logf("runs=%d kills=%d interrupting=%d lost=0 step effects=%d interrupted attempts re-run=%d effects repeated=%d",
-		runs, kills, interrupted, len(execs), reattempts, repeated)
+		cs.runs, cs.kills, interrupted, len(execs), reattempts, repeated)
 	if reattempts == 0 {
 		t.Fatalf("seed %d: no kill interrupted a running step; the test proved nothing", s)
 	}
-	if repeated > kills*4 { // a kill interrupts at most the 4 steps its workers were running
-		t.Fatalf("seed %d: %d repeated step executions for %d kills", s, repeated, kills)
+	if repeated > cs.kills*4 { // a kill interrupts at most the 4 steps its workers were running
+		t.Fatalf("seed %d: %d repeated step executions for %d kills", s, repeated, cs.kills)
 	}
 }

@@ -41,6 +41,24 @@ func (r *recorder) do(ctx context.Context, what string) error {
 	return nil
 }
 
+// count returns the number of distinct effects applied.
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.applied)
+}
+
+// reruns returns how many times step bodies ran beyond once per effect.
+func (r *recorder) reruns() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, k := range r.raw {
+		n += k - 1
+	}
+	return n
+}
+
 // Order is a workflow shaped like a real one: sequential steps, a durable sleep
 // and two parallel branches.
 type Order struct{ rec *recorder }
@@ -162,13 +180,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 		}
 		checkLog(t, s, base, id)
 	}
-	if got, want := len(rec.applied), runs*4; got != want {
+	if got, want := rec.count(), runs*4; got != want {
 		t.Fatalf("seed %d: %d distinct effects applied, want %d", s, got, want)
 	}
-	reruns := 0
-	for _, n := range rec.raw {
-		reruns += n - 1
-	}
+	reruns := rec.reruns()
 	c := faulty.Counts()
 	t.Logf("runs=%d lost=0 faults=%d (append-before=%d append-lost=%d queue=%d dup=%d late=%d early=%d) step re-executions=%d",
 		runs, c.Total(), c.AppendBefore, c.AppendLost, c.QueueBefore, c.Duplicate, c.Late, c.Early, reruns)
