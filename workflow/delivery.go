@@ -70,9 +70,10 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 			run.Status = worlds.RunRunning
 			hist = buildHistory(run, events)
 		}
-		if d.Attempt > 1 {
+		if d.Attempt > 1 || round > 0 {
 			// This delivery ran before and may have died between an append and its
-			// queueing: queue the deliveries of pending operations again. If that
+			// queueing, or it lost a race to a concurrent delivery that may still
+			// die there: queue the deliveries of pending operations again. If that
 			// fails too, the delivery must fail, or the operations are never run.
 			if err := e.requeuePending(ctx, hist); err != nil {
 				return err

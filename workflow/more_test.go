@@ -360,3 +360,80 @@ func testHookDispose(t *testing.T, newWorld func(*testing.T) worlds.World) {
 		t.Fatalf("first hook = %+v, %v", first, err)
 	}
 }
+
+// gatedWorld holds the first Append until released, so a test can order it
+// against another delivery's writes.
+type gatedWorld struct {
+	worlds.World
+	once             sync.Once
+	reached, release chan struct{}
+}
+
+func (g *gatedWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	g.once.Do(func() { close(g.reached); <-g.release })
+	return g.World.Append(ctx, runID, events...)
+}
+
+// queueFailingWorld fails every Queue call, as a throttled queue would.
+type queueFailingWorld struct{ worlds.World }
+
+func (queueFailingWorld) Queue(context.Context, worlds.QueueInput, worlds.QueueOptions) (string, error) {
+	return "", errors.New("injected: queue throttled")
+}
+
+// Two copies of one wake-up race: A appends the next step and fails to queue it;
+// B loaded the log before A's append, so its own append conflicts, and on
+// re-reading it finds nothing left to append. B must queue the step itself: on
+// Worlds where the copies share one queue record, B's success acknowledges the
+// delivery and A's retry never comes.
+func TestConflictLoserQueuesWhatTheWinnerMayNotHave(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wf := ThreeSteps{c: &counter{}}
+	w := memworld.New()
+	cl, err := workflow.NewClient(workflow.Config{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cl.Runner(workflow.Use(wf))
+	run, err := workflow.Start(ctx, cl, wf, numIn{N: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Run until step a is done and its wake-up is queued.
+	var wake *worlds.Delivery
+	for i := 0; wake == nil && i < 20; i++ {
+		w.RunOne(ctx, r)
+		if wf.c.get("a") == 0 {
+			continue
+		}
+		for _, d := range w.Queued() {
+			if d.Input.Kind == worlds.DeliverWorkflow {
+				wake = &d
+			}
+		}
+	}
+	if wake == nil {
+		t.Fatal("no wake-up queued after step a")
+	}
+	d := *wake
+	d.Attempt = 1
+	b := &gatedWorld{World: w, reached: make(chan struct{}), release: make(chan struct{})}
+	bDone := make(chan error, 1)
+	go func() { bDone <- r.Run(ctx, b, d) }()
+	<-b.reached
+	if err := r.Run(ctx, queueFailingWorld{w}, d); err == nil {
+		t.Fatal("A succeeded although queueing failed")
+	}
+	close(b.release)
+	if err := <-bDone; err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	queued := false
+	for _, q := range w.Queued() {
+		queued = queued || q.Input.Kind == worlds.DeliverStep
+	}
+	if !queued {
+		t.Fatalf("after the race no delivery of step b is queued; run %s would stall", run.ID())
+	}
+}
