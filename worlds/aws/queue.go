@@ -172,15 +172,8 @@ func decodeRecord(id string, item map[string]types.AttributeValue) (*record, err
 
 // renewLease extends r's lease to wall+Lease while its execution still holds it.
 func (w *World) renewLease(ctx context.Context, r *record, wall time.Time) error {
-	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: w.table, Key: key(queuePK(r.ID), metaSK),
-		UpdateExpression:          aws.String("SET #l = :l"),
-		ConditionExpression:       aws.String("#c = :c"),
-		ExpressionAttributeNames:  map[string]string{"#c": attrClaim, "#l": attrLease},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": s(r.claim), ":l": n(wall.Add(w.cfg.Lease).UnixMilli())},
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
+	err := w.updateClaimed(ctx, r, "SET #l = :l", map[string]types.AttributeValue{":l": n(wall.Add(w.cfg.Lease).UnixMilli())})
+	if err != nil {
 		return fmt.Errorf("awsworld: renew lease of %s: %w", r.ID, err)
 	}
 	return nil
@@ -189,18 +182,32 @@ func (w *World) renewLease(ctx context.Context, r *record, wall time.Time) error
 // releaseRecord gives up r's lease after a failed execution, so its retry need
 // not wait for the lease to run out.
 func (w *World) releaseRecord(ctx context.Context, r *record) error {
-	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: w.table, Key: key(queuePK(r.ID), metaSK),
-		UpdateExpression:          aws.String("REMOVE #c, #l"),
-		ConditionExpression:       aws.String("#c = :c"),
-		ExpressionAttributeNames:  map[string]string{"#c": attrClaim, "#l": attrLease},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": s(r.claim)},
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
+	if err := w.updateClaimed(ctx, r, "REMOVE #c, #l", nil); err != nil {
 		return fmt.Errorf("awsworld: release queue record %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// updateClaimed applies update to r's record while r's claim holds it; a claim
+// lost meanwhile (lease expired and taken, record rewritten or deleted) is no
+// error: the record is no longer this execution's to change.
+func (w *World) updateClaimed(ctx context.Context, r *record, update string, values map[string]types.AttributeValue) error {
+	vals := map[string]types.AttributeValue{":c": s(r.claim)}
+	for k, v := range values {
+		vals[k] = v
+	}
+	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: w.table, Key: key(queuePK(r.ID), metaSK),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("#c = :c"),
+		ExpressionAttributeNames:  map[string]string{"#c": attrClaim, "#l": attrLease},
+		ExpressionAttributeValues: vals,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return err
 }
 
 // deleteRecord removes a delivered record while its execution still holds it and

@@ -785,20 +785,21 @@ func TestDuplicateMessagesOfADeliveryTakeTurns(t *testing.T) {
 		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: mid, Body: `{"id":"` + id + `"}`, EventSourceARN: e.arn,
 			ReceiptHandle: "rh-" + mid, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}}
 	}
-	first := make(chan events.SQSEventResponse)
-	go func() {
-		resp, _ := h(ctx, msg("m1"))
-		first <- resp
-	}()
+	// invoke runs the handler on one message in the background.
+	invoke := func(mid string) <-chan events.SQSEventResponse {
+		out := make(chan events.SQSEventResponse, 1)
+		go func() {
+			resp, _ := h(ctx, msg(mid))
+			out <- resp
+		}()
+		return out
+	}
+	first := invoke("m1")
 	if d := <-r.calls; d.Attempt != 1 {
 		t.Fatalf("first execution has attempt %d", d.Attempt)
 	}
 	// While the first runs, the duplicate is turned away without running.
-	turnedAway := make(chan events.SQSEventResponse, 1)
-	go func() {
-		resp, _ := h(ctx, msg("m2"))
-		turnedAway <- resp
-	}()
+	turnedAway := invoke("m2")
 	select {
 	case <-r.calls:
 		r.out <- nil
@@ -813,11 +814,7 @@ func TestDuplicateMessagesOfADeliveryTakeTurns(t *testing.T) {
 		t.Fatalf("failed execution reported %+v", resp)
 	}
 	// The duplicate now runs the delivery as its second attempt, and succeeds.
-	second := make(chan events.SQSEventResponse)
-	go func() {
-		resp, _ := h(ctx, msg("m2"))
-		second <- resp
-	}()
+	second := invoke("m2")
 	if d := <-r.calls; d.Attempt != 2 {
 		t.Fatalf("duplicate runs as attempt %d, want 2", d.Attempt)
 	}
@@ -826,11 +823,7 @@ func TestDuplicateMessagesOfADeliveryTakeTurns(t *testing.T) {
 		t.Fatalf("successful execution reported %+v", resp)
 	}
 	// The first message's retry finds the delivery done.
-	done := make(chan events.SQSEventResponse)
-	go func() {
-		resp, _ := h(ctx, msg("m1"))
-		done <- resp
-	}()
+	done := invoke("m1")
 	select {
 	case d := <-r.calls:
 		t.Fatalf("delivery ran again after it succeeded: %+v", d)
