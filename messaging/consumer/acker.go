@@ -196,38 +196,66 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 	}
 }
 
+// deleteAttempts bounds how often one delete entry is sent. A throttled batch,
+// or an entry failed on SQS's side (SenderFault false), is sent again after a
+// short backoff: a message left undeleted is handled again and, on a FIFO
+// queue, holds up its group until its visibility ends.
+const deleteAttempts = 3
+
 func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
-	entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
-	for i, e := range del {
-		entries[i] = types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle}
-	}
-	out, err := a.c.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
-		QueueUrl: &a.c.queueURL, Entries: entries,
-	})
 	log := a.c.cfg.log
-	if err != nil {
-		log.Error("delete batch failed; messages will be redelivered", slog.String("route", a.c.name),
-			slog.Int("count", len(del)), slog.Any("error", err))
-		return
-	}
-	failed := 0
-	for _, f := range out.Failed {
-		failed++
-		log.Error("delete failed; message will be redelivered", slog.String("route", a.c.name),
-			slog.String("code", aws.ToString(f.Code)), slog.String("reason", aws.ToString(f.Message)))
-	}
-	if m := a.c.cfg.successMetric; m != nil {
-		ok := make(map[string]bool, len(out.Successful))
-		if failed > 0 {
-			for _, s := range out.Successful {
-				ok[aws.ToString(s.Id)] = true
+	metric := a.c.cfg.successMetric
+	wait := 50 * time.Millisecond
+	for attempt := 1; len(del) > 0; attempt++ {
+		if attempt > 1 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				log.Error("delete batch abandoned; messages will be redelivered", slog.String("route", a.c.name),
+					slog.Int("count", len(del)), slog.Any("error", ctx.Err()))
+				return
+			case <-t.C:
 			}
+			wait *= 2
 		}
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
 		for i, e := range del {
-			if e.success && (failed == 0 || ok[*entryIDs[i]]) {
-				m(a.c.name)
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle}
+		}
+		out, err := a.c.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
+			QueueUrl: &a.c.queueURL, Entries: entries,
+		})
+		if err != nil {
+			if attempt < deleteAttempts && ctx.Err() == nil {
+				log.Warn("delete batch failed; retrying", slog.String("route", a.c.name),
+					slog.Int("count", len(del)), slog.Int("attempt", attempt), slog.Any("error", err))
+				continue
+			}
+			log.Error("delete batch failed; messages will be redelivered", slog.String("route", a.c.name),
+				slog.Int("count", len(del)), slog.Int("attempts", attempt), slog.Any("error", err))
+			return
+		}
+		failed := make(map[string]types.BatchResultErrorEntry, len(out.Failed))
+		for _, f := range out.Failed {
+			failed[aws.ToString(f.Id)] = f
+		}
+		var again []delEntry
+		for i, e := range del {
+			f, bad := failed[*entryIDs[i]]
+			switch {
+			case !bad:
+				if e.success && metric != nil {
+					metric(a.c.name)
+				}
+			case !f.SenderFault && attempt < deleteAttempts:
+				again = append(again, e)
+			default:
+				log.Error("delete failed; message will be redelivered", slog.String("route", a.c.name),
+					slog.String("code", aws.ToString(f.Code)), slog.String("reason", aws.ToString(f.Message)))
 			}
 		}
+		del = again
 	}
 }
 

@@ -2,12 +2,15 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/cairn-go/cairn/messaging/consumer"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
@@ -66,5 +69,64 @@ func TestSlowDeletesBackPressure(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// flakyDeletes fails the first entry of each of the first n DeleteMessageBatch
+// calls on SQS's side, and throttles the whole call every third time.
+type flakyDeletes struct {
+	*messagingtest.SQS
+	calls atomic.Int64
+	n     int64
+}
+
+func (s *flakyDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	call := s.calls.Add(1)
+	if call > s.n {
+		return s.SQS.DeleteMessageBatch(ctx, in, opts...)
+	}
+	if call%3 == 0 {
+		return nil, errors.New("RequestThrottled: injected")
+	}
+	rest := *in
+	rest.Entries = in.Entries[1:]
+	out := &sqs.DeleteMessageBatchOutput{}
+	if len(rest.Entries) > 0 {
+		var err error
+		if out, err = s.SQS.DeleteMessageBatch(ctx, &rest, opts...); err != nil {
+			return nil, err
+		}
+	}
+	out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: in.Entries[0].Id, Code: aws.String("InternalError"), SenderFault: false})
+	return out, nil
+}
+
+// A delete that SQS fails on its side, or throttles, is sent again: the
+// messages are deleted without coming back, each handled once.
+func TestFailedDeletesAreRetried(t *testing.T) {
+	t.Parallel()
+	fake := messagingtest.NewSQS()
+	url, _ := fake.AddQueue("flakydel")
+	sendN(t, fake, url, 40, nil)
+	client := &flakyDeletes{SQS: fake, n: 6}
+	var handled, succeeded atomic.Int64
+	r := newRoute(t, "flakydel", func(context.Context, middleware.Message) error { handled.Add(1); return nil })
+	c, err := consumer.New(client, r, consumer.WithSuccessMetric(func(string) { succeeded.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	waitFor(t, func() bool { return fake.Len(url) == 0 })
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if handled.Load() != 40 || succeeded.Load() != 40 {
+		t.Fatalf("handled %d, counted %d successes; want each of 40 messages once", handled.Load(), succeeded.Load())
+	}
+	if client.calls.Load() <= client.n {
+		t.Fatalf("%d delete calls: the failures were never exercised", client.calls.Load())
 	}
 }
