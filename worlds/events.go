@@ -79,6 +79,7 @@ type Event struct {
 	Output       json.RawMessage   `json:"output,omitempty"`       // run_completed, step_completed
 	Error        *ErrorInfo        `json:"error,omitempty"`        // run_failed, step_failed, step_retrying
 	Attempt      int               `json:"attempt,omitempty"`      // step_started
+	DeliveryID   string            `json:"deliveryId,omitempty"`   // step_started: the delivery running the attempt inline, if any
 	RetryAt      *time.Time        `json:"retryAt,omitempty"`      // step_retrying
 	ResumeAt     *time.Time        `json:"resumeAt,omitempty"`     // wait_created
 	Token        string            `json:"token,omitempty"`        // hook_created, hook_conflict

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Runner executes deliveries for the workflows it knows. The workflow runtime
@@ -160,3 +161,20 @@ func (t RouteTable) Entries() []RouteEntry {
 
 // Err reports an invalid table built by [Routes].
 func (t RouteTable) Err() error { return t.err }
+
+type handOffKey struct{}
+
+// WithHandOff returns ctx carrying the time after which a Runner should queue
+// new work rather than run it in this delivery: entry points with a deadline
+// set it (the AWS World's Queue handler uses half the Lambda invocation's time),
+// so work started late does not die with the invocation.
+func WithHandOff(ctx context.Context, at time.Time) context.Context {
+	return context.WithValue(ctx, handOffKey{}, at)
+}
+
+// HandOffAt returns the hand-off time set by [WithHandOff]; ok is false when the
+// entry point set none.
+func HandOffAt(ctx context.Context) (at time.Time, ok bool) {
+	at, ok = ctx.Value(handOffKey{}).(time.Time)
+	return at, ok
+}

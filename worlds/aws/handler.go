@@ -119,7 +119,11 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			fail(r)
 			continue
 		}
-		if err := h.processFn(ctx, r); err != nil {
+		mctx := ctx
+		if !handOff.IsZero() {
+			mctx = worlds.WithHandOff(ctx, handOff)
+		}
+		if err := h.processFn(mctx, r); err != nil {
 			var ra *retryAfterError
 			if errors.As(err, &ra) {
 				h.setVisibility(ctx, r, min(ra.after, maxVisibility))
