@@ -51,6 +51,13 @@ type Config struct {
 	// PollInterval is the longest pause between reads when waiting for a result or
 	// a stream without notifications; zero means 200ms.
 	PollInterval time.Duration
+	// QueueSteps runs every step attempt in a delivery of its own. By default a
+	// step that is the only new operation the workflow reaches runs inline, in
+	// the workflow's delivery, recorded as it starts with its creation: two
+	// appends per step and no queue round trip. Parallel steps, retries, and
+	// steps reached after the entry point's hand-off time ([worlds.HandOffAt])
+	// are queued either way.
+	QueueSteps bool
 }
 
 // engine is the validated runtime configuration.
@@ -62,11 +69,12 @@ type engine struct {
 	obs        Observer
 	maxPayload int
 	poll       time.Duration
+	queueSteps bool
 }
 
 func newEngine(cfg Config) (*engine, error) {
 	e := &engine{world: cfg.World, clock: cfg.Clock, ids: cfg.IDs, log: cfg.Logger, obs: cfg.Observer,
-		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval}
+		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps}
 	if e.clock == nil {
 		e.clock = time.Now
 	}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,6 +23,8 @@ const recordTimeout = 10 * time.Second
 // log and appends what the code reached next, or the run's end.
 func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 	runID := d.Input.RunID
+	raced := false // lost an append to a concurrent delivery
+	inlined := 0   // steps run inline by this delivery
 	for round := 0; round < maxAdvanceRounds; round++ {
 		run, err := e.world.GetRun(ctx, runID)
 		if errors.Is(err, worlds.ErrRunNotFound) {
@@ -45,7 +48,7 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 		}
 		hist := buildHistory(run, events)
 		extra = append(extra, hist.dueWaits(e.clock())...)
-		if round == 0 {
+		if round == 0 && inlined == 0 {
 			if err := e.rearmEarlyWake(ctx, d, hist); err != nil {
 				return err
 			}
@@ -54,6 +57,7 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 			stored, err := e.world.Append(ctx, runID, extra...)
 			switch {
 			case errors.Is(err, worlds.ErrConflict):
+				raced = true
 				continue // a concurrent delivery got there first
 			case errors.Is(err, worlds.ErrTooEarly):
 				// The World's clock says a wait is not due yet: try again shortly.
@@ -70,12 +74,13 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 			run.Status = worlds.RunRunning
 			hist = buildHistory(run, events)
 		}
-		if d.Attempt > 1 || round > 0 {
+		if (d.Attempt > 1 || raced) && inlined == 0 {
 			// This delivery ran before and may have died between an append and its
-			// queueing, or it lost a race to a concurrent delivery that may still
-			// die there: queue the deliveries of pending operations again. If that
-			// fails too, the delivery must fail, or the operations are never run.
-			if err := e.requeuePending(ctx, hist); err != nil {
+			// queueing, or in a step it ran inline; or it lost a race to a
+			// concurrent delivery that may still die there: queue the deliveries of
+			// pending operations again. If that fails too, the delivery must fail,
+			// or the operations are never run.
+			if err := e.requeuePending(ctx, hist, d); err != nil {
 				return err
 			}
 		}
@@ -87,6 +92,19 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 			if len(x.pending) == 0 {
 				return nil
 			}
+			if p := x.pending[0]; len(x.pending) == 1 && p.kind == opStep && e.inlineOK(ctx) && inlined < maxInlineSteps {
+				done, err := e.runInline(ctx, d, info, p)
+				switch {
+				case errors.Is(err, worlds.ErrConflict):
+					raced = true
+					continue
+				case err != nil || !done:
+					return err
+				}
+				inlined++
+				round = -1 // progress, not a lost race: the round budget starts again
+				continue
+			}
 			evs := make([]worlds.Event, len(x.pending))
 			for i, p := range x.pending {
 				evs[i] = p.event
@@ -94,6 +112,7 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 			stored, err := e.world.Append(ctx, runID, evs...)
 			switch {
 			case errors.Is(err, worlds.ErrConflict):
+				raced = true
 				continue
 			case errors.Is(err, worlds.ErrGone):
 				return nil
@@ -120,7 +139,63 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(err)}, err)
 		}
 	}
+	if inlined > 0 {
+		// Out of rounds after progress: let a fresh delivery go on.
+		return e.queueWorkflow(ctx, d.Input.WorkflowName, runID, time.Time{}, "")
+	}
 	return fmt.Errorf("workflow: run %s: %w", runID, worlds.ErrAppendContention)
+}
+
+// maxInlineSteps bounds the steps one delivery runs inline before it hands the
+// run to a fresh delivery, so a long chain does not hold one delivery forever.
+const maxInlineSteps = 64
+
+// inlineOK reports whether a step may run inline in this delivery: the client
+// does not queue every step, and the entry point's hand-off time has not come.
+func (e *engine) inlineOK(ctx context.Context) bool {
+	if e.queueSteps {
+		return false
+	}
+	if at, ok := worlds.HandOffAt(ctx); ok && !time.Now().Before(at) {
+		return false
+	}
+	return true
+}
+
+// runInline creates step p and starts its first attempt in one append, naming
+// this delivery in step_started, runs the attempt here and records its outcome.
+// done reports that the run may go on at once (the step completed or failed for
+// good); a retry is queued as a step delivery. A conflict means a concurrent
+// delivery appended first: the caller re-reads the log.
+//
+// If this delivery dies during the attempt, its redelivery finds the step
+// started under its own ID and queues the next attempt (requeuePending).
+func (e *engine) runInline(ctx context.Context, d worlds.Delivery, run Info, p pendingOp) (done bool, err error) {
+	started := worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID}
+	if _, err := e.world.Append(ctx, run.RunID, p.event, started); err != nil {
+		if errors.Is(err, worlds.ErrGone) {
+			return false, nil
+		}
+		return false, err
+	}
+	info := Info{RunID: run.RunID, WorkflowName: run.WorkflowName, StepID: p.event.CorrelationID, StepName: p.step.name, Attempt: 1}
+	ev, out, actx, rctx, cancel := e.attempt(ctx, info, p.step, p.event.Input)
+	defer cancel()
+	err = e.appendOutcome(rctx, run.RunID, ev)
+	switch {
+	case err == nil:
+		e.obs.StepFinished(actx, info, *out)
+		if ev.Type == worlds.EventStepRetrying {
+			return false, e.queueStep(rctx, run.WorkflowName, run.RunID, ev.CorrelationID, *ev.RetryAt)
+		}
+		return true, nil
+	case errors.Is(err, worlds.ErrConflict):
+		return false, err // recorded by a concurrent delivery, or our own lost response
+	default:
+		// Gone, an output too large, a World still failing: the queued path's
+		// handling, which wakes the run once recorded.
+		return false, e.stepOutcome(rctx, actx, info, ev, out)
+	}
 }
 
 // finish appends the run's terminal event.
@@ -212,7 +287,7 @@ func (e *engine) rearmEarlyWake(ctx context.Context, d worlds.Delivery, h *histo
 	return nil
 }
 
-func (e *engine) requeuePending(ctx context.Context, h *history) error {
+func (e *engine) requeuePending(ctx context.Context, h *history, d worlds.Delivery) error {
 	var errs []error
 	for pos := 1; pos <= h.maxPos; pos++ {
 		r := h.byPos[pos]
@@ -222,6 +297,13 @@ func (e *engine) requeuePending(ctx context.Context, h *history) error {
 		switch {
 		case r.kind == opStep && r.attempts == 0:
 			errs = append(errs, e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{}))
+		case r.kind == opStep && d.Attempt > 1 && r.started != nil && r.started.DeliveryID == d.ID:
+			// An earlier run of this very delivery started the attempt inline and
+			// died or failed before its outcome: queue the next attempt. (A retry
+			// it recorded instead is queued again at its time.)
+			_, err := e.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverStep, WorkflowName: h.run.WorkflowName,
+				RunID: h.run.RunID, StepID: r.id, Attempt: r.attempts + 1}, worlds.QueueOptions{})
+			errs = append(errs, err)
 		case r.kind == opWait:
 			errs = append(errs, e.queueWorkflow(ctx, h.run.WorkflowName, h.run.RunID, *r.created.ResumeAt, wakeID(h.run.RunID, r.id)))
 		}
@@ -275,7 +357,7 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	if step.RetryAt != nil && now.Before(*step.RetryAt) {
 		return e.queueStep(ctx, wf, runID, stepID, *step.RetryAt) // arrived early
 	}
-	if step.Status == worlds.StepRunning && d.Attempt <= 1 {
+	if step.Status == worlds.StepRunning && d.Attempt <= 1 && d.Input.Attempt <= step.Attempt {
 		// Another delivery is running this attempt; a worker that died running it
 		// leaves its own delivery to be redelivered (Attempt > 1), which starts the
 		// next attempt.
@@ -323,37 +405,45 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 		return err
 	}
 
-	actx := withStepScope(withInfo(ctx, info), stepScope{world: e.world, runID: runID})
+	ev, out, actx, rctx, cancel := e.attempt(ctx, info, c, step.Input)
+	defer cancel()
+	return e.stepOutcome(rctx, actx, info, ev, out)
+}
+
+// attempt runs one started attempt of step c and returns the outcome event to
+// record, the outcome for observers, the attempt's context (for StepFinished),
+// and the context to record in: it outlives ctx, so a finished side effect is
+// recorded even when the delivery is being cancelled (shutdown) and not run again
+// needlessly. cancel releases it.
+func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json.RawMessage) (ev worlds.Event, out *StepOutcome, actx, rctx context.Context, cancel context.CancelFunc) {
+	actx = withStepScope(withInfo(ctx, info), stepScope{world: e.world, runID: info.RunID})
 	actx = e.obs.StepStarted(actx, info)
-	cancel := context.CancelFunc(func() {})
+	callCtx, cancelCall := actx, context.CancelFunc(func() {})
 	if c.opts.timeout > 0 {
-		actx, cancel = context.WithTimeout(actx, c.opts.timeout)
+		callCtx, cancelCall = context.WithTimeout(actx, c.opts.timeout)
 	}
 	start := e.clock()
-	out, runErr := c.call(actx, step.Input)
-	cancel()
+	output, runErr := c.call(callCtx, input)
+	cancelCall()
 	dur := e.clock().Sub(start)
-	// The attempt has run: record its outcome even if the delivery is being cancelled
-	// (shutdown), so a finished side effect is not run again needlessly.
-	ctx, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancelRecord()
+	rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 
 	if runErr == nil {
-		ev := worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: stepID, Output: out}
-		return e.stepOutcome(ctx, actx, info, ev, &StepOutcome{Result: StepCompleted, Duration: dur})
+		return worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: info.StepID, Output: output},
+			&StepOutcome{Result: StepCompleted, Duration: dur}, actx, rctx, cancel
 	}
 	ei := errorInfo(runErr)
 	var pe *PanicError
 	if errors.As(runErr, &pe) {
 		ei.Type, ei.Stack = "panic", pe.Stack
 	}
-	if ei.Fatal || attempt >= c.opts.retry.MaxAttempts {
-		ev := worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}
-		return e.stepOutcome(ctx, actx, info, ev, &StepOutcome{Result: StepFailed, Duration: dur, Err: runErr})
+	if ei.Fatal || info.Attempt >= c.opts.retry.MaxAttempts {
+		return worlds.Event{Type: worlds.EventStepFailed, CorrelationID: info.StepID, Error: ei},
+			&StepOutcome{Result: StepFailed, Duration: dur, Err: runErr}, actx, rctx, cancel
 	}
-	at := e.clock().Add(c.opts.retry.Backoff(attempt)).UTC()
-	ev := worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: stepID, Error: ei, RetryAt: &at}
-	return e.stepOutcome(ctx, actx, info, ev, &StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at})
+	at := e.clock().Add(c.opts.retry.Backoff(info.Attempt)).UTC()
+	return worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: info.StepID, Error: ei, RetryAt: &at},
+		&StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at}, actx, rctx, cancel
 }
 
 // stepOutcome records how an attempt ended and queues what comes next.

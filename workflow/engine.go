@@ -55,6 +55,7 @@ type captured struct {
 type pendingOp struct {
 	kind  opKind
 	event worlds.Event
+	step  *captured // for a step: what running it inline needs
 }
 
 // execution is one re-execution of a workflow function against its history. All

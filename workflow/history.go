@@ -54,8 +54,10 @@ type record struct {
 	pos     int
 	created worlds.Event  // step_created, wait_created, hook_created or hook_conflict
 	done    *worlds.Event // step_completed, step_failed, wait_completed
-	// attempts counts step_started events; retrying is the latest step_retrying.
+	// attempts counts step_started events; started is the latest of them, and
+	// retrying the latest step_retrying.
 	attempts int
+	started  *worlds.Event
 	received []worlds.Event // hook_received, in log order
 	disposed bool           // hook_disposed
 }
@@ -114,6 +116,7 @@ func buildHistory(run worlds.Run, events []worlds.Event) *history {
 		switch ev.Type {
 		case worlds.EventStepStarted:
 			r.attempts++
+			r.started = &events[i]
 		case worlds.EventStepCompleted, worlds.EventStepFailed, worlds.EventWaitCompleted:
 			r.done = &events[i]
 			h.newest = max(h.newest, ev.Seq)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -77,7 +78,8 @@ func TestNondeterminism(t *testing.T) {
 			w := memworld.New()
 			name := "second"
 			wf := Diverging{second: &name}
-			c, err := workflow.NewClient(workflow.Config{World: w})
+			// Queued steps, so the code can change between the deliveries of one run.
+			c, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,10 +262,18 @@ func testReplayAwareLoggingAndObserver(t *testing.T, newWorld func(*testing.T) w
 	if !strings.Contains(out, "workflow.step_name=a") || !strings.Contains(out, "workflow.attempt=1") || strings.Count(out, "workflow.run_id="+run.ID()) != 4 {
 		t.Fatalf("identity attributes missing or repeated:\n%s", out)
 	}
-	obs.mu.Lock()
-	got := strings.Join(obs.events, ", ")
-	obs.mu.Unlock()
-	if want := "run started, start a, completed a, start b, completed b, run completed"; got != want {
+	// RunFinished follows the append Result sees; give it a moment.
+	want := "run started, start a, completed a, start b, completed b, run completed"
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		obs.mu.Lock()
+		got = strings.Join(obs.events, ", ")
+		obs.mu.Unlock()
+		if got == want || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got != want {
 		t.Fatalf("observer saw %q, want %q", got, want)
 	}
 }
@@ -391,7 +401,7 @@ func TestConflictLoserQueuesWhatTheWinnerMayNotHave(t *testing.T) {
 	ctx := context.Background()
 	wf := ThreeSteps{c: &counter{}}
 	w := memworld.New()
-	cl, err := workflow.NewClient(workflow.Config{World: w})
+	cl, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,5 +445,96 @@ func TestConflictLoserQueuesWhatTheWinnerMayNotHave(t *testing.T) {
 	}
 	if !queued {
 		t.Fatalf("after the race no delivery of step b is queued; run %s would stall", run.ID())
+	}
+}
+
+// outcomeLostWorld fails the first n appends of a step_completed, as a World
+// that stays unreachable for a while after a step ran.
+type outcomeLostWorld struct {
+	worlds.World
+	mu sync.Mutex
+	n  int
+}
+
+func (o *outcomeLostWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	o.mu.Lock()
+	fail := events[0].Type == worlds.EventStepCompleted && o.n > 0
+	if fail {
+		o.n--
+	}
+	o.mu.Unlock()
+	if fail {
+		return nil, errors.New("injected: World unreachable")
+	}
+	return o.World.Append(ctx, runID, events...)
+}
+
+// worldRunner runs deliveries against a World of the test's choosing.
+type worldRunner struct {
+	inner worlds.Runner
+	world worlds.World
+}
+
+func (r worldRunner) Workflows() []string { return r.inner.Workflows() }
+func (r worldRunner) Run(ctx context.Context, _ worlds.World, d worlds.Delivery) error {
+	return r.inner.Run(ctx, r.world, d)
+}
+
+// A step runs inline in the workflow's delivery, recorded as started by that
+// delivery. When its outcome cannot be recorded, the delivery fails; its
+// redelivery finds the step started under its own ID and queues the next
+// attempt, which completes the run.
+func TestInlineStepWhoseOutcomeIsLostRunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := &counter{}
+	wf := ThreeSteps{c: c}
+	w := memworld.New()
+	cl, err := workflow.NewClient(workflow.Config{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := &outcomeLostWorld{World: w, n: 12} // two rounds of the runtime's outcome retries
+	r := worldRunner{inner: cl.Runner(workflow.Use(wf)), world: lossy}
+	run, err := workflow.Start(ctx, cl, wf, numIn{N: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if st, _ := run.Status(ctx); st.Terminal() {
+			break
+		}
+		if n, _ := w.RunOne(ctx, r); n == 0 {
+			time.Sleep(10 * time.Millisecond) // a failed delivery comes back 20ms later
+		}
+	}
+	if st, _ := run.Status(ctx); !st.Terminal() {
+		evs, _ := worlds.AllEvents(ctx, w, run.ID())
+		for _, ev := range evs {
+			t.Logf("%d %s %s attempt=%d delivery=%q", ev.Seq, ev.Type, ev.CorrelationID, ev.Attempt, ev.DeliveryID)
+		}
+		t.Logf("queued: %+v", w.Queued())
+	}
+	if got, err := run.Result(resultCtx(t)); err != nil || got != 3 {
+		t.Fatalf("Result = %d, %v", got, err)
+	}
+	events, err := worlds.AllEvents(ctx, w, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []string
+	for _, ev := range events {
+		if ev.Type == worlds.EventStepStarted {
+			starts = append(starts, fmt.Sprintf("%s#%d inline=%t", ev.CorrelationID, ev.Attempt, ev.DeliveryID != ""))
+		}
+	}
+	// Step a ran inline and lost its outcome, then ran as attempt 2 in a step
+	// delivery; b and c ran inline.
+	want := []string{"step_1#1 inline=true", "step_1#2 inline=false", "step_2#1 inline=true", "step_3#1 inline=true"}
+	if strings.Join(starts, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("step starts %v, want %v", starts, want)
+	}
+	if c.get("a") != 2 || c.get("b") != 1 || c.get("c") != 1 {
+		t.Fatalf("executions a=%d b=%d c=%d, want 2, 1, 1", c.get("a"), c.get("b"), c.get("c"))
 	}
 }

@@ -133,7 +133,7 @@ func Go[I, O any](ctx Context, name string, fn func(context.Context, I) (O, erro
 		}
 		e.pending = append(e.pending, pendingOp{kind: opStep, event: worlds.Event{
 			Type: worlds.EventStepCreated, CorrelationID: id, StepName: name, Input: raw,
-		}})
+		}, step: &captured{name: name, opts: o, call: erase(name, fn, e.rt.maxPayload)}})
 	}
 	return f
 }
