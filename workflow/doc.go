@@ -17,8 +17,12 @@
 // matching [ErrNondeterminism] naming the position, the recorded operation and the
 // one the code asked for.
 //
-// Steps run in their own deliveries, at least once, with a retry policy (3 attempts
-// with exponential backoff by default); a step returning an error wrapped with
+// Steps run at least once, with a retry policy (3 attempts with exponential
+// backoff by default). A step that is the only new operation the code reaches runs
+// inline, in the workflow's delivery, recorded as started in the same append that
+// creates it; parallel steps, retries, steps reached after the entry point's
+// hand-off time, and every step with [Config].QueueSteps run in deliveries of their
+// own. A step returning an error wrapped with
 // [Fatal] is not retried. Steps may write chunks to named streams with [WriteStream];
 // clients read them with [Client.ReadStream].
 //

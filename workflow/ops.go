@@ -101,8 +101,8 @@ type Future[O any] struct {
 
 // Go starts a step without waiting for it, so several steps can run in parallel;
 // [Future.Get] waits for its result. Steps are plain functions; fn runs in a step
-// delivery, at least once, with a context carrying the step's [Info]. Its input and
-// output are stored as JSON.
+// delivery or inline in the workflow's, at least once, with a context carrying the
+// step's [Info]. Its input and output are stored as JSON.
 func Go[I, O any](ctx Context, name string, fn func(context.Context, I) (O, error), in I, opts ...StepOption) *Future[O] {
 	e, err := execOf(ctx)
 	if err != nil {
