@@ -538,3 +538,48 @@ func TestInlineStepWhoseOutcomeIsLostRunsAgain(t *testing.T) {
 		t.Fatalf("executions a=%d b=%d c=%d, want 2, 1, 1", c.get("a"), c.get("b"), c.get("c"))
 	}
 }
+
+// handOffRunner runs deliveries with a hand-off time already past, as the AWS
+// World's handler does for messages it starts late in an invocation.
+type handOffRunner struct{ inner worlds.Runner }
+
+func (r handOffRunner) Workflows() []string { return r.inner.Workflows() }
+func (r handOffRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
+	return r.inner.Run(worlds.WithHandOff(ctx, time.Now().Add(-time.Second)), w, d)
+}
+
+// Past the entry point's hand-off time, a step is queued rather than run inline,
+// so it does not die with the invocation; with time to spare it runs inline.
+func TestStepsAfterHandOffAreQueued(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, late := range []bool{false, true} {
+		c := &counter{}
+		wf := ThreeSteps{c: c}
+		w := memworld.New()
+		cl, err := workflow.NewClient(workflow.Config{World: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r worlds.Runner = cl.Runner(workflow.Use(wf))
+		if late {
+			r = handOffRunner{inner: r}
+		}
+		if _, err := workflow.Start(ctx, cl, wf, numIn{N: 0}); err != nil {
+			t.Fatal(err)
+		}
+		w.RunOne(ctx, r) // the start delivery
+		steps := 0
+		for _, d := range w.Queued() {
+			if d.Input.Kind == worlds.DeliverStep {
+				steps++
+			}
+		}
+		if late && (c.get("a") != 0 || steps != 1) {
+			t.Fatalf("after hand-off: step a ran %d times inline, %d step deliveries queued; want 0 and 1", c.get("a"), steps)
+		}
+		if !late && (c.get("c") != 1 || steps != 0) {
+			t.Fatalf("before hand-off: step c ran %d times, %d step deliveries queued; want all steps inline", c.get("c"), steps)
+		}
+	}
+}
