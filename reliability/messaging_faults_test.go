@@ -152,7 +152,7 @@ func consumerUnderFaults(t *testing.T, fifo bool) {
 		mu.Lock()
 		done := len(succeeded) == messages
 		mu.Unlock()
-		if done && queueLen(t, sq, q.url) == 0 {
+		if done && testenv.QueueLen(t, sq, q.url) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -160,7 +160,7 @@ func consumerUnderFaults(t *testing.T, fifo bool) {
 			<-errc
 			mu.Lock()
 			defer mu.Unlock()
-			t.Fatalf("seed %d: %d of %d messages succeeded, %d left in the queue (faults %s)", s, len(succeeded), messages, queueLen(t, sq, q.url), f)
+			t.Fatalf("seed %d: %d of %d messages succeeded, %d left in the queue (faults %s)", s, len(succeeded), messages, testenv.QueueLen(t, sq, q.url), f)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -190,23 +190,4 @@ func consumerUnderFaults(t *testing.T, fifo bool) {
 	if f.count("sqs-throttle-receive", "sqs-throttle-delete", "sqs-partial-delete", "sqs-lost-delete") == 0 {
 		t.Fatalf("seed %d: no SQS fault was injected (%s); the run proved nothing", s, f)
 	}
-}
-
-// queueLen counts the queue's messages, visible, in flight and delayed.
-func queueLen(t *testing.T, c *sqs.Client, url string) int {
-	t.Helper()
-	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, v := range out.Attributes {
-		k, _ := strconv.Atoi(v)
-		n += k
-	}
-	return n
 }

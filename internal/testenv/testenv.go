@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,25 @@ func CreateQueue(t testing.TB, c *sqs.Client, name string, fifo bool) (url, arn 
 		t.Fatalf("testenv: queue %q has no QueueArn attribute", url)
 	}
 	return url, arn
+}
+
+// QueueLen counts a queue's messages: visible, in flight and delayed.
+func QueueLen(t testing.TB, c *sqs.Client, url string) int {
+	t.Helper()
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+	})
+	if err != nil {
+		t.Fatalf("testenv: attributes of queue %q: %v", url, err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		k, _ := strconv.Atoi(v)
+		n += k
+	}
+	return n
 }
 
 // CreateTopic creates a topic named name (".fifo" is appended for a FIFO topic

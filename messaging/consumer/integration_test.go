@@ -3,14 +3,12 @@ package consumer_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/cairn-go/cairn/internal/testenv"
 	"github.com/cairn-go/cairn/messaging/consumer"
@@ -18,24 +16,6 @@ import (
 	"github.com/cairn-go/cairn/messaging/middleware"
 	"github.com/cairn-go/cairn/messaging/router"
 )
-
-func emulatorLen(t *testing.T, c *sqs.Client, url string) int {
-	t.Helper()
-	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, v := range out.Attributes {
-		k, _ := strconv.Atoi(v)
-		n += k
-	}
-	return n
-}
 
 // TestEmulatorConformance runs the consumer suite against the SQS emulator
 // (standard and FIFO queues).
@@ -48,7 +28,7 @@ func TestEmulatorConformance(t *testing.T) {
 			url, _ := testenv.CreateQueue(t, client, testenv.UniqueName(t, "cq"), fifo)
 			return url
 		},
-		Len: func(t *testing.T, url string) int { return emulatorLen(t, client, url) },
+		Len: func(t *testing.T, url string) int { return testenv.QueueLen(t, client, url) },
 	})
 }
 
@@ -83,16 +63,16 @@ func TestEmulatorScheduledRetry(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(ctx) }()
-	waitFor(t, func() bool { return retries.Load() == 1 && emulatorLen(t, client, url) == 0 })
+	waitFor(t, func() bool { return retries.Load() == 1 && testenv.QueueLen(t, client, url) == 0 })
 	if n, err := sched.Fire(ctx, time.Now().Add(time.Hour), url); err != nil || n != 1 {
 		t.Fatalf("Fire = %d, %v", n, err)
 	}
-	waitFor(t, func() bool { return dead.Load() == 1 && emulatorLen(t, client, url) == 0 })
+	waitFor(t, func() bool { return dead.Load() == 1 && testenv.QueueLen(t, client, url) == 0 })
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if attempts.Load() != 2 || emulatorLen(t, client, dlq) != 1 {
-		t.Fatalf("attempts %d, dlq %d", attempts.Load(), emulatorLen(t, client, dlq))
+	if attempts.Load() != 2 || testenv.QueueLen(t, client, dlq) != 1 {
+		t.Fatalf("attempts %d, dlq %d", attempts.Load(), testenv.QueueLen(t, client, dlq))
 	}
 }
