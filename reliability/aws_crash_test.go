@@ -43,7 +43,9 @@ func TestAWSCrashWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler := awsworld.Queue(w, c.Runner(workflow.Use(Ledger{effects: openEffects(t)})))
+	// Queue delays round up to whole seconds on SQS, so most of a run's time is
+	// spent waiting; longer steps keep the kills landing in them.
+	handler := awsworld.Queue(w, c.Runner(workflow.Use(Ledger{effects: openEffects(t), work: 400 * time.Millisecond})))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sq := testenv.SQS(t)

@@ -51,13 +51,23 @@ func openEffects(t *testing.T) *os.File {
 
 // Ledger posts three entries with a short sleep between; each step writes a line
 // "<run>/<step>" to the effects file before it returns (O_APPEND, one write).
-type Ledger struct{ effects *os.File }
+//
+// work is how long each step takes (60ms when zero): the window a kill can land
+// in while a step runs.
+type Ledger struct {
+	effects *os.File
+	work    time.Duration
+}
 
 func (l Ledger) Run(ctx workflow.Context, n int) (int, error) {
 	post := func(name string) func(context.Context, int) (int, error) {
 		return func(ctx context.Context, v int) (int, error) {
 			info, _ := workflow.InfoFrom(ctx)
-			time.Sleep(60 * time.Millisecond) // widen the window a kill can land in
+			work := l.work
+			if work == 0 {
+				work = 60 * time.Millisecond
+			}
+			time.Sleep(work)
 			if l.effects != nil {
 				if _, err := fmt.Fprintf(l.effects, "%s/%s\n", info.RunID, name); err != nil {
 					return 0, err
