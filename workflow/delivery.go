@@ -194,7 +194,7 @@ func (e *engine) runInline(ctx context.Context, d worlds.Delivery, run Info, p p
 	default:
 		// Gone, an output too large, a World still failing: the queued path's
 		// handling, which wakes the run once recorded.
-		return false, e.stepOutcome(rctx, actx, info, ev, out)
+		return false, e.settleOutcome(rctx, actx, info, ev, out, err)
 	}
 }
 
@@ -450,7 +450,12 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 //
 // actx is the attempt's context, which the observer's StepFinished receives.
 func (e *engine) stepOutcome(ctx, actx context.Context, info Info, ev worlds.Event, out *StepOutcome) error {
-	err := e.appendOutcome(ctx, info.RunID, ev)
+	return e.settleOutcome(ctx, actx, info, ev, out, e.appendOutcome(ctx, info.RunID, ev))
+}
+
+// settleOutcome goes on from appending an attempt's outcome, whose result was
+// err: it tells observers, handles a rejection, and queues what comes next.
+func (e *engine) settleOutcome(ctx, actx context.Context, info Info, ev worlds.Event, out *StepOutcome, err error) error {
 	if err == nil && out != nil {
 		e.obs.StepFinished(actx, info, *out)
 	}

@@ -494,7 +494,7 @@ func TestInlineStepWhoseOutcomeIsLostRunsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lossy := &outcomeLostWorld{World: w, n: 12} // two rounds of the runtime's outcome retries
+	lossy := &outcomeLostWorld{World: w, n: 6} // one round of the runtime's outcome retries
 	r := worldRunner{inner: cl.Runner(workflow.Use(wf)), world: lossy}
 	run, err := workflow.Start(ctx, cl, wf, numIn{N: 0})
 	if err != nil {
