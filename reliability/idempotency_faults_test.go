@@ -19,50 +19,26 @@ import (
 )
 
 // faultyIdempotencyDB is the idempotency store's DynamoDB client when DynamoDB
-// misbehaves: every call may be throttled, and conditional puts and updates
-// may commit with their response lost.
+// misbehaves: faultyDynamoDB's throttles and resets on every call, and
+// conditional puts and updates that commit with their response lost.
 //
-// Fault kinds: ddb-throttle-write, ddb-throttle-read, ddb-lost-write, ddb-reset.
-type faultyIdempotencyDB struct {
-	idynamodb.API
-	d *faultyDynamoDB // for its before()
-	f *faults
-}
+// Fault kinds: those of faultyDynamoDB, ddb-lost-write also on PutItem and UpdateItem.
+type faultyIdempotencyDB struct{ *faultyDynamoDB }
 
-func (s *faultyIdempotencyDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := s.d.before("PutItem", "ddb-throttle-write"); err != nil {
-		return nil, err
-	}
-	out, err := s.API.PutItem(ctx, in, opts...)
+func (s faultyIdempotencyDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := s.faultyDynamoDB.PutItem(ctx, in, opts...)
 	if err == nil && s.f.hit("ddb-lost-write") {
 		return nil, connReset("PutItem")
 	}
 	return out, err
 }
 
-func (s *faultyIdempotencyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if err := s.d.before("UpdateItem", "ddb-throttle-write"); err != nil {
-		return nil, err
-	}
-	out, err := s.API.UpdateItem(ctx, in, opts...)
+func (s faultyIdempotencyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := s.faultyDynamoDB.UpdateItem(ctx, in, opts...)
 	if err == nil && s.f.hit("ddb-lost-write") {
 		return nil, connReset("UpdateItem")
 	}
 	return out, err
-}
-
-func (s *faultyIdempotencyDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if err := s.d.before("GetItem", "ddb-throttle-read"); err != nil {
-		return nil, err
-	}
-	return s.API.GetItem(ctx, in, opts...)
-}
-
-func (s *faultyIdempotencyDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := s.d.before("DeleteItem", "ddb-throttle-write"); err != nil {
-		return nil, err
-	}
-	return s.API.DeleteItem(ctx, in, opts...)
 }
 
 // TestIdempotencyUnderDynamoDBFaults sends each of 30 payments from three
@@ -88,7 +64,7 @@ func TestIdempotencyUnderDynamoDBFaults(t *testing.T) {
 	}
 	testenv.DeleteTableOnCleanup(t, db, table)
 	f := newFaults(s, map[string]float64{"ddb-throttle-write": 0.08, "ddb-throttle-read": 0.05, "ddb-lost-write": 0.08, "ddb-reset": 0.03})
-	store, err := idynamodb.New(&faultyIdempotencyDB{API: db, d: &faultyDynamoDB{f: f}, f: f}, idynamodb.Options{TableName: table})
+	store, err := idynamodb.New(faultyIdempotencyDB{&faultyDynamoDB{DynamoDBAPI: db, f: f}}, idynamodb.Options{TableName: table})
 	if err != nil {
 		t.Fatal(err)
 	}
