@@ -26,8 +26,6 @@ const (
 	// extended with the default lease: every half lease, so a worker that dies
 	// releases the delivery within two missed heartbeats.
 	HeartbeatInterval = DefaultLease / 2
-	// maxVisibility is SQS's limit on a message's visibility timeout.
-	maxVisibility = 12 * time.Hour
 	// MinRetryDelay and MaxRetryDelay bound the failure backoff, which doubles with
 	// each receive of a message.
 	MinRetryDelay = time.Second
@@ -124,15 +122,19 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			mctx = worlds.WithHandOff(ctx, handOff)
 		}
 		if err := h.processFn(mctx, r); err != nil {
-			var ra *retryAfterError
-			if errors.As(err, &ra) {
-				h.setVisibility(ctx, r, min(ra.after, maxVisibility))
+			count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+			delay := RetryDelay(count)
+			var held *leaseHeldError
+			if errors.As(err, &held) {
+				// Another receiver is executing this delivery: look again with the
+				// usual backoff, and no later than the lease's end. Usually it has
+				// finished by then and this message is acknowledged as delivered.
+				delay = min(delay, max(held.until.Sub(h.wall()), 0)+time.Second)
+				h.log.DebugContext(ctx, "awsworld: delivery held by another receiver", "id", held.id, "until", held.until, "retryIn", delay)
 			} else {
-				count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-				delay := RetryDelay(count)
 				h.log.WarnContext(ctx, "awsworld: delivery failed", "messageId", r.MessageId, "receiveCount", count, "retryIn", delay, "err", err)
-				h.setVisibility(ctx, r, delay)
 			}
+			h.setVisibility(ctx, r, delay)
 			fail(r)
 			if g := r.Attributes["MessageGroupId"]; g != "" {
 				failedGroups[g] = true
@@ -150,16 +152,6 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 		return nil
 	}
 	rec, err := h.w.claimRecord(ctx, m.ID, h.wall())
-	var held *leaseHeldError
-	if errors.As(err, &held) {
-		// Another receiver is executing this delivery: look again with the usual
-		// backoff, and no later than the lease's end. Usually it has finished by
-		// then and this message is acknowledged as delivered.
-		count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		after := min(RetryDelay(count), max(held.until.Sub(h.wall()), 0)+time.Second)
-		h.log.DebugContext(ctx, "awsworld: delivery held by another receiver", "id", m.ID, "until", held.until, "retryIn", after)
-		return &retryAfterError{err: err, after: after}
-	}
 	if err != nil {
 		if errors.Is(err, worlds.ErrInvalidArgument) {
 			h.log.WarnContext(ctx, "awsworld: acknowledging an unreadable queue record", "id", m.ID, "err", err)
@@ -196,16 +188,6 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 	}
 	return err
 }
-
-// retryAfterError fails a message with a visibility of its own instead of the
-// receive-count backoff.
-type retryAfterError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryAfterError) Error() string { return e.err.Error() }
-func (e *retryAfterError) Unwrap() error { return e.err }
 
 func (h *handler) run(ctx context.Context, rec *record, attempt int) error {
 	if rec.Input.Kind == worlds.DeliverExpire {
