@@ -200,6 +200,13 @@ func isWorkflowSig(sig *types.Signature) bool {
 	return sig.Params().Len() > 0 && isNamed(sig.Params().At(0).Type(), workflowPath, "Context")
 }
 
+// isStepSig reports whether a function has the shape of a step,
+// func(context.Context, I) (O, error).
+func isStepSig(sig *types.Signature) bool {
+	return sig.Params().Len() == 2 && isNamed(sig.Params().At(0).Type(), "context", "Context") &&
+		sig.Results().Len() == 2 && types.Identical(sig.Results().At(1).Type(), types.Universe.Lookup("error").Type())
+}
+
 func isNamed(t types.Type, path, name string) bool {
 	n, ok := types.Unalias(t).(*types.Named)
 	if !ok {
@@ -302,6 +309,7 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 	info := c.pass.TypesInfo
 	var callees []*ast.FuncDecl
 	seen := map[*ast.Ident]bool{}
+	calledLits := map[*ast.FuncLit]bool{}
 	report := func(n ast.Node, format string, args ...any) {
 		pos := c.pass.Fset.Position(n.Pos())
 		pos.Column, pos.Offset = 0, 0
@@ -320,7 +328,13 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 		}
 		switch n := n.(type) {
 		case *ast.FuncLit:
-			return !c.rootLits[n] // a nested root is walked on its own
+			if c.rootLits[n] {
+				return false // a nested root is walked on its own
+			}
+			// A literal of a step function's shape is a step, wherever it is passed
+			// from (a step factory, a table of steps), unless workflow code calls it.
+			sig, _ := info.TypeOf(n).(*types.Signature)
+			return calledLits[n] || sig == nil || !isStepSig(sig)
 		case *ast.GoStmt:
 			report(n, "go statement in workflow code: start parallel steps with workflow.Go")
 		case *ast.SelectStmt:
@@ -339,6 +353,9 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 		case *ast.RangeStmt:
 			c.checkRange(n, report)
 		case *ast.CallExpr:
+			if lit, ok := ast.Unparen(n.Fun).(*ast.FuncLit); ok {
+				calledLits[lit] = true
+			}
 			if fn := typeutil.StaticCallee(info, n); fn != nil && fn.Pkg() == c.pass.Pkg {
 				if d := c.decls[fn.Origin()]; d != nil {
 					callees = append(callees, d)

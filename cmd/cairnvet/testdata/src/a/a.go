@@ -101,6 +101,21 @@ func (o Order) Run(ctx workflow.Context, n int) (string, error) {
 	_, _ = workflow.Step(ctx, "mail", sendMail, "ada")
 	_, _ = workflow.Select(ctx, f)
 
+	// A literal of a step's shape is a step wherever it comes from, such as a factory.
+	post := func(name string) func(context.Context, int) (int, error) {
+		return func(ctx context.Context, v int) (int, error) {
+			time.Sleep(time.Millisecond)
+			_, err := os.Stdout.WriteString(name)
+			return v, err
+		}
+	}
+	_, _ = workflow.Step(ctx, "debit", post("debit"), n)
+	// Unless workflow code calls it itself.
+	_, _ = func(ctx context.Context, v int) (int, error) {
+		time.Sleep(0) // want `time\.Sleep in workflow code`
+		return v, nil
+	}(ctx, n)
+
 	_ = b.Stamp() // another package: not followed
 	o.prepare(ctx)
 	return summarize(m), nil
