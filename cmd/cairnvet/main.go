@@ -10,16 +10,16 @@
 //	go install github.com/cairn-go/cairn/cmd/cairnvet@latest
 //	go vet -vettool=$(which cairnvet) ./...
 //
-// or on its own, with package patterns: cairnvet ./...
+// or on its own, with package patterns: cairnvet ./... (go vet with -vettool runs
+// only cairnvet, so keep running plain go vet too).
 //
 // Workflow code is the body of every function or method whose first parameter is a
 // workflow.Context (the Run method of each workflow.Workflow among them), and the
 // functions and methods of the same package that such code calls statically,
-// transitively.
-// Calls into other packages are not followed. Steps are where I/O belongs, so a
-// function passed to a workflow operation as a step (the fn of workflow.Step or
-// workflow.Go: a function literal, a named function or a method value) is not
-// workflow code, and neither is a function literal of a step's shape,
+// transitively. Calls into other packages are not followed. Steps are where I/O
+// belongs, so a function passed to a workflow operation as a step (the fn of
+// workflow.Step or workflow.Go: a function literal, a named function or a method
+// value) is not workflow code, and neither is a function literal of a step's shape,
 // func(context.Context, I) (O, error), wherever it is written (a step factory, a
 // table of steps) unless workflow code calls it on the spot. In workflow code
 // cairnvet reports:
