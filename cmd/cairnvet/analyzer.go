@@ -38,7 +38,7 @@ func run(pass *analysis.Pass) (any, error) {
 	c := &checker{
 		pass:     pass,
 		decls:    map[*types.Func]*ast.FuncDecl{},
-		steps:    map[ast.Expr]bool{},
+		steps:    map[*ast.FuncLit]bool{},
 		rootLits: map[*ast.FuncLit]bool{},
 		visited:  map[*ast.FuncDecl]bool{},
 		ignored:  map[token.Position]bool{},
@@ -63,8 +63,8 @@ type checker struct {
 	// decls maps the package's functions and methods to their declarations, the
 	// nodes of the call graph.
 	decls map[*types.Func]*ast.FuncDecl
-	// steps holds the arguments passed to workflow operations as step functions.
-	steps map[ast.Expr]bool
+	// steps holds the function literals passed to workflow operations as steps.
+	steps map[*ast.FuncLit]bool
 	// roots are the declarations and literals whose first parameter is a
 	// workflow.Context, in source order; rootLits marks the literals among them.
 	roots    []ast.Node
@@ -104,15 +104,19 @@ func (c *checker) index() {
 	}
 }
 
-// indexSteps marks the arguments of a call to a workflow operation that are step
-// functions: those passed for a parameter of type func(context.Context, ...), which
-// the runtime runs as a step (Step and Go), never as workflow code.
+// indexSteps marks the function literals passed to a workflow operation for a
+// parameter of type func(context.Context, ...): the runtime runs them as steps
+// (Step and Go), never as workflow code.
 func (c *checker) indexSteps(call *ast.CallExpr) {
 	fn, ok := typeutil.Callee(c.pass.TypesInfo, call).(*types.Func)
 	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != workflowPath {
 		return
 	}
-	sig, ok := c.pass.TypesInfo.TypeOf(call.Fun).Underlying().(*types.Signature)
+	ft := c.pass.TypesInfo.TypeOf(call.Fun)
+	if ft == nil {
+		return
+	}
+	sig, ok := ft.Underlying().(*types.Signature)
 	if !ok {
 		return
 	}
@@ -128,8 +132,14 @@ func (c *checker) indexSteps(call *ast.CallExpr) {
 				t = s.Elem()
 			}
 		}
+		lit, ok := ast.Unparen(arg).(*ast.FuncLit)
+		if !ok {
+			// A named function or method value is not called here, and any other
+			// expression (a step factory's call) is evaluated in workflow code.
+			continue
+		}
 		if fsig, ok := types.Unalias(t).(*types.Signature); ok && fsig.Params().Len() > 0 && isNamed(fsig.Params().At(0).Type(), "context", "Context") {
-			c.steps[arg] = true
+			c.steps[lit] = true
 		}
 	}
 }
@@ -323,11 +333,11 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 		c.pass.Report(analysis.Diagnostic{Pos: n.Pos(), End: n.End(), Message: msg})
 	}
 	ast.Inspect(w.body, func(n ast.Node) bool {
-		if e, ok := n.(ast.Expr); ok && c.steps[e] {
-			return false // a step function: I/O belongs there
-		}
 		switch n := n.(type) {
 		case *ast.FuncLit:
+			if c.steps[n] {
+				return false // a step function: I/O belongs there
+			}
 			if c.rootLits[n] {
 				return false // a nested root is walked on its own
 			}

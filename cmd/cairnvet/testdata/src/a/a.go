@@ -110,6 +110,9 @@ func (o Order) Run(ctx workflow.Context, n int) (string, error) {
 		}
 	}
 	_, _ = workflow.Step(ctx, "debit", post("debit"), n)
+	// The arguments of a step factory are evaluated in workflow code.
+	_, _ = workflow.Step(ctx, "credit", post(time.Now().String()), n) // want `time\.Now in workflow code`
+	_, _ = workflow.Step(ctx, "settle", makeStep(), n)
 	// Unless workflow code calls it itself.
 	_, _ = func(ctx context.Context, v int) (int, error) {
 		time.Sleep(0) // want `time\.Sleep in workflow code`
@@ -130,6 +133,15 @@ func (o Order) fetch(ctx context.Context, n int) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// makeStep is reached from Run, but the literal it returns is a step.
+func makeStep() func(context.Context, int) (int, error) {
+	_ = time.Now() // want `time\.Now .*\(reached from Order\.Run\)$`
+	return func(ctx context.Context, v int) (int, error) {
+		_, err := os.ReadFile("x")
+		return v, err
+	}
 }
 
 func sendMail(ctx context.Context, to string) (bool, error) {
@@ -195,4 +207,14 @@ func (Batch[T]) Run(ctx workflow.Context, in []T) (int, error) {
 func helperT[T any](in []T) int {
 	time.Sleep(0) // want `time\.Sleep .*\(reached from Batch\.Run\)$`
 	return len(in)
+}
+
+// A step-shaped function that workflow code calls directly runs in workflow code.
+type Direct struct{}
+
+func (Direct) Run(ctx workflow.Context, n int) (int, error) { return direct(ctx, n) }
+
+func direct(ctx context.Context, n int) (int, error) {
+	_ = time.Now() // want `time\.Now .*\(reached from Direct\.Run\)$`
+	return n, nil
 }
