@@ -226,11 +226,11 @@ func isNamed(t types.Type, path, name string) bool {
 	return obj.Name() == name && obj.Pkg() != nil && obj.Pkg().Path() == path
 }
 
-// work is a function body to check, with the root it was reached from (empty for a
-// root itself).
+// work is a function body to check: a root, named by name, or a function reached
+// from the root named from.
 type work struct {
-	body *ast.BlockStmt
-	from string
+	body       *ast.BlockStmt
+	name, from string
 }
 
 // check walks every root and, breadth first, the same-package functions they call.
@@ -241,10 +241,11 @@ func (c *checker) check() {
 		case *ast.FuncDecl:
 			c.visited[root] = true
 			if !hasDirective(root.Doc) {
-				queue = append(queue, work{body: root.Body})
+				queue = append(queue, work{body: root.Body, name: declName(root)})
 			}
 		case *ast.FuncLit:
-			queue = append(queue, work{body: root.Body})
+			line := c.pass.Fset.Position(root.Pos()).Line
+			queue = append(queue, work{body: root.Body, name: fmt.Sprintf("the workflow function literal at line %d", line)})
 		}
 	}
 	for len(queue) > 0 {
@@ -260,57 +261,39 @@ func (c *checker) check() {
 			}
 			from := w.from
 			if from == "" {
-				from = c.nameOf(w.body)
+				from = w.name
 			}
 			queue = append(queue, work{body: callee.Body, from: from})
 		}
 	}
 }
 
-// nameOf names the root whose body is body, for messages about functions it reaches.
-func (c *checker) nameOf(body *ast.BlockStmt) string {
-	for _, root := range c.roots {
-		switch root := root.(type) {
-		case *ast.FuncDecl:
-			if root.Body == body {
-				return declName(root)
-			}
-		case *ast.FuncLit:
-			if root.Body == body {
-				p := c.pass.Fset.Position(root.Pos())
-				return fmt.Sprintf("the workflow function literal at line %d", p.Line)
-			}
-		}
-	}
-	return "workflow code"
-}
-
+// declName names a function or method declaration as T.M or F.
 func declName(d *ast.FuncDecl) string {
 	if d.Recv == nil || len(d.Recv.List) == 0 {
 		return d.Name.Name
 	}
-	t := d.Recv.List[0].Type
-	for {
-		switch x := t.(type) {
-		case *ast.StarExpr:
-			t = x.X
-			continue
-		case *ast.IndexExpr:
-			t = x.X
-			continue
-		case *ast.IndexListExpr:
-			t = x.X
-			continue
-		case *ast.ParenExpr:
-			t = x.X
-			continue
-		}
-		break
-	}
-	if id, ok := t.(*ast.Ident); ok {
-		return id.Name + "." + d.Name.Name
+	if t := recvTypeName(d.Recv.List[0].Type); t != "" {
+		return t + "." + d.Name.Name
 	}
 	return d.Name.Name
+}
+
+// recvTypeName returns the type name of a receiver: T for T, *T, T[P] and (*T).
+func recvTypeName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.StarExpr:
+		return recvTypeName(x.X)
+	case *ast.ParenExpr:
+		return recvTypeName(x.X)
+	case *ast.IndexExpr:
+		return recvTypeName(x.X)
+	case *ast.IndexListExpr:
+		return recvTypeName(x.X)
+	}
+	return ""
 }
 
 // walk reports the findings in one body and returns the same-package functions it
