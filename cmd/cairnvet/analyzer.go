@@ -405,7 +405,7 @@ func (c *checker) checkRange(n *ast.RangeStmt, report func(ast.Node, string, ...
 	if t == nil {
 		return
 	}
-	switch t.Underlying().(type) {
+	switch coreType(t).(type) {
 	case *types.Map:
 		report(n.X, "range over a map in workflow code visits keys in a different order on each replay: %s", sortKeys)
 		return
@@ -421,6 +421,44 @@ func (c *checker) checkRange(n *ast.RangeStmt, report func(ast.Node, string, ...
 			}
 		}
 	}
+}
+
+// coreType returns the underlying type of t or, for a type parameter, the
+// underlying type every type in its constraint shares (a ~map[K]V constraint makes
+// ranging over the parameter a map range), or nil when there is none.
+func coreType(t types.Type) types.Type {
+	tp, ok := types.Unalias(t).(*types.TypeParam)
+	if !ok {
+		return t.Underlying()
+	}
+	iface, ok := tp.Constraint().Underlying().(*types.Interface)
+	if !ok {
+		return nil
+	}
+	var core types.Type
+	share := func(u types.Type) bool {
+		if core == nil {
+			core = u
+		}
+		return types.Identical(core, u)
+	}
+	for i := range iface.NumEmbeddeds() {
+		switch e := iface.EmbeddedType(i).(type) {
+		case *types.Union:
+			for j := range e.Len() {
+				if !share(e.Term(j).Type().Underlying()) {
+					return nil
+				}
+			}
+		case *types.Interface, *types.Named:
+			// A method set or a named constraint: no structural terms here.
+		default:
+			if !share(e.Underlying()) {
+				return nil
+			}
+		}
+	}
+	return core
 }
 
 // ioPackages are the packages whose functions and methods do I/O.

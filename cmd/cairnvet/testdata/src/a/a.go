@@ -218,3 +218,23 @@ func direct(ctx context.Context, n int) (int, error) {
 	_ = time.Now() // want `time\.Now .*\(reached from Direct\.Run\)$`
 	return n, nil
 }
+
+// Ranging over a type parameter whose constraint is a map or a channel counts too.
+type Fanout[M ~map[string]int, C chan int | <-chan int] struct{}
+
+func (Fanout[M, C]) Run(ctx workflow.Context, m M) (int, error) {
+	for k := range m { // want `range over a map in workflow code`
+		_ = k
+	}
+	var c C
+	for range c { // not one core type: channels of different directions
+	}
+	return 0, nil
+}
+
+func ranges[S ~[]int, M map[int]int](ctx workflow.Context, s S, m M) {
+	for range s {
+	}
+	for range m { // want `range over a map in workflow code`
+	}
+}
