@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -244,8 +245,8 @@ func (c *checker) check() {
 				queue = append(queue, work{body: root.Body, name: declName(root)})
 			}
 		case *ast.FuncLit:
-			line := c.pass.Fset.Position(root.Pos()).Line
-			queue = append(queue, work{body: root.Body, name: fmt.Sprintf("the workflow function literal at line %d", line)})
+			p := c.pass.Fset.Position(root.Pos())
+			queue = append(queue, work{body: root.Body, name: fmt.Sprintf("the workflow function literal at %s:%d", filepath.Base(p.Filename), p.Line)})
 		}
 	}
 	for len(queue) > 0 {

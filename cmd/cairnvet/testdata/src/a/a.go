@@ -191,7 +191,7 @@ func main() {
 	// A workflow function literal is workflow code wherever it appears.
 	run := func(ctx workflow.Context, n int) (int, error) {
 		_ = time.Now() // want `time\.Now in workflow code`
-		return n, nil
+		return tally(n), nil
 	}
 	_ = run
 }
@@ -237,4 +237,9 @@ func ranges[S ~[]int, M map[int]int](ctx workflow.Context, s S, m M) {
 	}
 	for range m { // want `range over a map in workflow code`
 	}
+}
+
+func tally(n int) int {
+	_ = time.Now() // want `time\.Now .*\(reached from the workflow function literal at a\.go:\d+\)$`
+	return n
 }
