@@ -287,7 +287,7 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		}
 		m.log.Warn("idempotency: no value found for idempotency key", "jmespath", m.keyExpr)
 	}
-	digest, err := m.hash(sel)
+	key, err := m.hash(m.prefix, '#', sel)
 	if err != nil {
 		return "", "", false, &KeyError{Query: m.keyExpr, Reason: "cannot hash key selection", Err: err}
 	}
@@ -297,11 +297,11 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		if err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "validation expression failed", Err: err}
 		}
-		if vhash, err = m.hash(v); err != nil {
+		if vhash, err = m.hash("", 0, v); err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "cannot hash validation selection", Err: err}
 		}
 	}
-	return m.prefix + "#" + digest, vhash, true, nil
+	return key, vhash, true, nil
 }
 
 // logBypass reports a request that runs without idempotency because the key
@@ -326,10 +326,11 @@ func (m *Manager) logBypass(hint string) {
 	m.log.Log(context.Background(), level, msg, attrs...)
 }
 
-// hash digests a selection with the canonical form or the custom serialiser.
-func (m *Manager) hash(v jsvalue.Value) (string, error) {
+// hash digests a selection with the canonical form or the custom serialiser and
+// returns prefix + sep + digest (the digest alone when sep is 0).
+func (m *Manager) hash(prefix string, sep byte, v jsvalue.Value) (string, error) {
 	if m.serialize == nil {
-		return hashValue(v, m.alg)
+		return canonicalKey(prefix, sep, v, m.alg)
 	}
 	var goValue any
 	if b, ok := jsvalue.Stringify(v); ok {
@@ -341,7 +342,11 @@ func (m *Manager) hash(v jsvalue.Value) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return m.alg.digest(b)
+	d, err := m.alg.digest(b)
+	if err != nil || sep == 0 {
+		return d, err
+	}
+	return prefix + string(sep) + d, nil
 }
 
 // missingKey is the reference's isMissingIdempotencyKey.
@@ -422,7 +427,7 @@ func attemptOnce[T any](ctx context.Context, m *Manager, key, vhash string, fn f
 		m.log.Warn("idempotency: context has no deadline, so records get no execution lease and the record expiry bounds recovery from a crashed execution; logged once per manager", "key", key)
 	}
 	if cached, ok := m.cache.get(key, now); ok {
-		return replay[T](ctx, m, &cached, vhash, now)
+		return replay[T](ctx, m, cached, vhash, now, true)
 	}
 	err := m.store.PutInProgress(ctx, rec, now)
 	if err != nil {
@@ -441,19 +446,24 @@ func attemptOnce[T any](ctx context.Context, m *Manager, key, vhash string, fn f
 			}
 			existing = &got
 		}
-		return replay[T](ctx, m, existing, vhash, m.clock())
+		return replay[T](ctx, m, *existing, vhash, m.clock(), false)
 	}
 	return run(ctx, m, key, vhash, fn)
 }
 
 // replay validates an existing record and returns its stored response, as the
 // reference's processExistingRecord and determineResultFromIdempotencyRecord do.
-func replay[T any](ctx context.Context, m *Manager, existing *Record, vhash string, now time.Time) (T, error) {
+// existing is taken by value and copied only into errors, so a replay does not
+// allocate a record.
+func replay[T any](ctx context.Context, m *Manager, existing Record, vhash string, now time.Time, fromCache bool) (T, error) {
 	var zero T
 	if vhash != "" && existing.ValidationHash != vhash {
-		return zero, &ValidationError{Key: existing.Key, Existing: existing}
+		rec := existing
+		return zero, &ValidationError{Key: existing.Key, Existing: &rec}
 	}
-	m.cache.add(*existing)
+	if !fromCache {
+		m.cache.add(existing)
+	}
 	status, err := existing.EffectiveStatus(now)
 	if err != nil {
 		return zero, err
@@ -467,11 +477,12 @@ func replay[T any](ctx context.Context, m *Manager, existing *Record, vhash stri
 		if existing.InProgressExpiresAt != 0 && existing.InProgressExpiresAt < now.UnixMilli() {
 			return zero, &InconsistentStateError{Key: existing.Key, Reason: "item is in progress but its lease has expired"}
 		}
-		return zero, &AlreadyInProgressError{Key: existing.Key, Existing: existing}
+		rec := existing
+		return zero, &AlreadyInProgressError{Key: existing.Key, Existing: &rec}
 	}
 	data := existing.Data
 	if m.hook != nil {
-		data, err = m.hook(ctx, append(json.RawMessage(nil), data...), *existing)
+		data, err = m.hook(ctx, append(json.RawMessage(nil), data...), existing)
 		if err != nil {
 			return zero, err
 		}

@@ -61,8 +61,13 @@ func (s *Store) PutInProgress(ctx context.Context, rec idempotency.Record, now t
 		s.records = map[string]idempotency.Record{}
 	}
 	if old, ok := s.records[rec.Key]; ok && !expired(&old, now) {
-		existing := clone(old)
-		return &idempotency.ItemAlreadyExistsError{Key: rec.Key, Existing: &existing}
+		// The error and its record in one allocation.
+		c := &struct {
+			err idempotency.ItemAlreadyExistsError
+			rec idempotency.Record
+		}{rec: clone(old)}
+		c.err = idempotency.ItemAlreadyExistsError{Key: rec.Key, Existing: &c.rec}
+		return &c.err
 	}
 	s.records[rec.Key] = rec
 	s.maybeSweep(now)
