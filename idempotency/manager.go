@@ -431,9 +431,14 @@ func attemptOnce[T any](ctx context.Context, m *Manager, key, vhash string, fn f
 	}
 	err := m.store.PutInProgress(ctx, rec, now)
 	if err != nil {
-		var exists *ItemAlreadyExistsError
-		if !errors.As(err, &exists) {
-			return zero, &PersistenceError{Op: "save in progress", Key: key, Err: err}
+		// A type assertion first: errors.As needs the target on the heap.
+		exists, ok := err.(*ItemAlreadyExistsError)
+		if !ok {
+			var wrapped *ItemAlreadyExistsError
+			if !errors.As(err, &wrapped) {
+				return zero, &PersistenceError{Op: "save in progress", Key: key, Err: err}
+			}
+			exists = wrapped
 		}
 		existing := exists.Existing
 		if existing == nil {

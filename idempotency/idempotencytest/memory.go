@@ -2,7 +2,6 @@ package idempotencytest
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +36,7 @@ func (s *MemoryStore) Requests() int64 {
 func (s *MemoryStore) PutInProgress(ctx context.Context, rec idempotency.Record, now time.Time) error {
 	s.Puts.Add(1)
 	err := s.store.PutInProgress(ctx, rec, now)
-	var exists *idempotency.ItemAlreadyExistsError
-	if !s.ReturnExisting && errors.As(err, &exists) {
+	if exists, ok := err.(*idempotency.ItemAlreadyExistsError); ok && !s.ReturnExisting {
 		return &idempotency.ItemAlreadyExistsError{Key: exists.Key}
 	}
 	return err
