@@ -265,9 +265,13 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		if sel.Kind == jsvalue.Null || sel.Kind == jsvalue.Undefined {
 			hint := ""
 			if at, rewritten, ok := m.keyQuery.EmbeddedJSON(val); ok {
-				hint = fmt.Sprintf("the payload holds JSON as a string at %s; decode it with powertools_json, e.g. EventKeyJMESPath %q", at, rewritten)
-				if rewritten == "" {
-					hint = fmt.Sprintf("the payload holds JSON as a string at %s; pass it decoded (json.RawMessage) or decode it with powertools_json", at)
+				switch {
+				case at != "@":
+					hint = fmt.Sprintf("the payload holds JSON as a string at %s; decode it with powertools_json, e.g. EventKeyJMESPath %q", at, rewritten)
+				case rewritten != "":
+					hint = fmt.Sprintf("the payload is a string holding JSON; pass it as a json.RawMessage, or decode it with EventKeyJMESPath %q", rewritten)
+				default:
+					hint = "the payload is a string holding JSON; pass it as a json.RawMessage"
 				}
 			}
 			if m.throwOnNoKey {

@@ -576,6 +576,18 @@ func TestJSONStringBody(t *testing.T) {
 			}
 		})
 	}
+	// The whole event as a Go string: the hint says to pass it as json.RawMessage.
+	m := newManager(t, idempotencytest.NewMemoryStore(), func(o *idempotency.Options) {
+		o.EventKeyJMESPath, o.PayloadValidationJMESPath, o.ThrowOnNoKey = "body.id", "", true
+	})
+	var c counter
+	_, err := idempotency.Execute(context.Background(), m, `{"body":{"id":"ORD-1"}}`, c.fn("a"))
+	if !errors.Is(err, idempotency.ErrKey) || !strings.Contains(err.Error(), "json.RawMessage") || !strings.Contains(err.Error(), "powertools_json(@).body.id") {
+		t.Fatalf("string payload: err = %v", err)
+	}
+	if _, err := idempotency.Execute(context.Background(), m, json.RawMessage(`{"body":{"id":"ORD-1"}}`), c.fn("a")); err != nil {
+		t.Fatalf("same event as json.RawMessage: %v", err)
+	}
 }
 
 func TestMissingKey(t *testing.T) {
