@@ -191,3 +191,17 @@ func TestLowercaseMatchesNode(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkParseCanonical(b *testing.B) {
+	data := []byte(`{"id":"ORD-123","amount":42,"items":[{"sku":"A","qty":1},{"sku":"B","qty":2}]}`)
+	b.ReportAllocs()
+	var c Canonicalizer
+	var buf []byte
+	for b.Loop() {
+		v, err := ParseOwned(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf, _ = c.Append(buf[:0], v)
+	}
+}
