@@ -14,7 +14,8 @@
 // 404 not_found, 409 conflict, 410 gone, 425 too_early, 413 too_large, 405 for a
 // wrong HTTP method, 500 internal only for failures of the World itself. Methods:
 //
-//	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run)
+//	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run;
+//	              retried with the same runId, workflowName and input it returns that run, queued again if pending)
 //	runs.get      {runId}                                      -> Run
 //	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
 //	runs.cancel   {runId, reason?}                             -> Run (appends run_cancelled, wakes the run)
