@@ -22,8 +22,9 @@
 //	events.list   {runId, afterSeq?, limit?, cursor?}          -> Page[Event]
 //	steps.list    {runId, limit?, cursor?}                     -> Page[Step]
 //	steps.get     {runId, stepId}                              -> Step
-//	hooks.list    {runId?, limit?, cursor?}                    -> Page[Hook]
-//	hooks.get     {hookId}                                     -> Hook
+//	hooks.list    {runId?, limit?, cursor?}                    -> Page[HookView]
+//	hooks.get     {hookId}                                     -> HookView (a Hook and, where the World
+//	              knows its base URL, webhookUrl for an active hook)
 //	hooks.resume  {token, payload?}                            -> ResumeContext
 //	waits.get     {runId, waitId}                              -> Wait
 //	streams.list  {runId}                                      -> []StreamInfo

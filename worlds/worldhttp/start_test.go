@@ -70,3 +70,34 @@ func TestStartRetriedAfterQueueFailure(t *testing.T) {
 		t.Fatalf("retry of a started run: %d, queued %d", status, len(f.queued))
 	}
 }
+
+// withURLs gives the fake a public base URL.
+type withURLs struct{ *fakeWorld }
+
+func (withURLs) WebhookURL(token string) (string, bool) {
+	return "https://hooks.example.com/v1/workflow/webhooks/" + token, true
+}
+
+func (w withURLs) GetHook(_ context.Context, id string) (worlds.Hook, error) {
+	for _, h := range w.hooks {
+		if h.HookID == id {
+			return h, nil
+		}
+	}
+	return worlds.Hook{}, worlds.ErrHookNotFound
+}
+
+// A World that knows its base URL gives hook views their webhook URL.
+func TestHookViewsCarryTheWebhookURL(t *testing.T) {
+	t.Parallel()
+	h := worldhttp.Handler(withURLs{newFake()}, worldhttp.Options{})
+	status, out := post(t, h, "/v1/workflow/rpc", `{"method":"hooks.get","params":{"hookId":"h1"}}`)
+	hook, _ := out["result"].(map[string]any)
+	if status != http.StatusOK || hook["webhookUrl"] != "https://hooks.example.com/v1/workflow/webhooks/tok" || hook["hookId"] != "h1" {
+		t.Fatalf("hooks.get = %d %v", status, out)
+	}
+	status, out = post(t, worldhttp.Handler(newFake(), worldhttp.Options{}), "/v1/workflow/rpc", `{"method":"hooks.list","params":{}}`)
+	if status != http.StatusOK {
+		t.Fatalf("hooks.list = %d %v", status, out)
+	}
+}

@@ -289,12 +289,24 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		}
 		return h.w.GetStep(ctx, p.RunID, p.StepID)
 	case "hooks.list":
-		return h.w.ListHooks(ctx, worlds.HookFilter{RunID: p.RunID, Limit: p.Limit, Cursor: p.Cursor})
+		page, err := h.w.ListHooks(ctx, worlds.HookFilter{RunID: p.RunID, Limit: p.Limit, Cursor: p.Cursor})
+		if err != nil {
+			return nil, err
+		}
+		views := worlds.Page[HookView]{Items: make([]HookView, len(page.Items)), Cursor: page.Cursor}
+		for i, hk := range page.Items {
+			views.Items[i] = h.hookView(hk)
+		}
+		return views, nil
 	case "hooks.get":
 		if err := need([2]string{"hookId", p.HookID}); err != nil {
 			return nil, err
 		}
-		return h.w.GetHook(ctx, p.HookID)
+		hk, err := h.w.GetHook(ctx, p.HookID)
+		if err != nil {
+			return nil, err
+		}
+		return h.hookView(hk), nil
 	case "hooks.resume":
 		return worlds.ResumeHook(ctx, h.w, p.Token, p.Payload)
 	case "waits.get":
@@ -357,4 +369,21 @@ func sameJSON(a, b json.RawMessage) bool {
 	va, oka := decode(a)
 	vb, okb := decode(b)
 	return oka && okb && reflect.DeepEqual(va, vb)
+}
+
+// HookView is a hook as hooks.get and hooks.list return it: the hook, and its
+// webhook URL when the World knows its public base URL ([worlds.WebhookURLs]).
+type HookView struct {
+	worlds.Hook
+	// WebhookURL is where a POST resumes the hook; empty when unknown or the
+	// hook no longer accepts payloads.
+	WebhookURL string `json:"webhookUrl,omitempty"`
+}
+
+func (h *rpcHandler) hookView(hk worlds.Hook) HookView {
+	v := HookView{Hook: hk}
+	if u, ok := h.w.(worlds.WebhookURLs); ok && hk.Status == worlds.HookActive {
+		v.WebhookURL, _ = u.WebhookURL(hk.Token)
+	}
+	return v
 }
