@@ -14,6 +14,10 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
+// scheduleGrace is how much longer Sweep waits for a delivery due through
+// Scheduler than for one sent to SQS.
+const scheduleGrace = 5 * time.Minute
+
 // SweepOptions tune one [World.Sweep].
 type SweepOptions struct {
 	// DryRun finds orphaned deliveries without sending them.
@@ -43,8 +47,9 @@ func Sweep(w *World) func(context.Context) (SweepResult, error) {
 // Sweep finds queue records whose SQS message is gone and sends them again, so
 // no run waits forever on a delivery that will never arrive:
 //
-//   - a record never received, due more than Config.Lease ago: the process that
-//     wrote it died before sending its message (or its schedule);
+//   - a record never received, due more than Config.Lease ago (five minutes
+//     more for one due through Scheduler): the process that wrote it died
+//     before sending its message or creating its schedule;
 //   - a record received before, last let go by a receiver more than
 //     Config.DeadLetterRetention ago: its message was dropped from the
 //     dead-letter queue, or deleted while the record's own delete failed.
@@ -113,6 +118,10 @@ func (w *World) orphaned(rec *record, now time.Time) bool {
 	}
 	last := max(rec.DueAt.UnixMilli(), rec.published, rec.lease)
 	wait := w.cfg.Lease
+	if rec.scheduled {
+		// Scheduler fires within a minute or so of the due time, not at once.
+		wait += scheduleGrace
+	}
 	if rec.attempts > 0 {
 		// Received before: its message may be waiting out a failure backoff, or
 		// sit in the dead-letter queue for `cairn redrive`.
