@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/cairn-go/cairn/worlds"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
@@ -38,6 +43,20 @@ func TestShardedListingsPageInOrder(t *testing.T) {
 		if i%4 != 0 { // some runs share a creation time; the ID orders them
 			e.clock.Advance(time.Millisecond)
 		}
+	}
+	// The index entries are spread over the shards, not one partition.
+	out, err := e.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(e.cfg.TableName), IndexName: aws.String("list")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitions := map[string]bool{}
+	for _, item := range out.Items {
+		if pk := item["list_pk"].(*ddbtypes.AttributeValueMemberS).Value; strings.HasPrefix(pk, "RUNS#") {
+			partitions[pk] = true
+		}
+	}
+	if len(partitions) != 5 {
+		t.Fatalf("run index partitions %v, want the 5 shards", partitions)
 	}
 	for _, s := range [][]string{all, ofB, doneB, hooks} {
 		slices.Reverse(s) // newest first
