@@ -133,10 +133,24 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 		return "", fmt.Errorf("awsworld: queue record %s: %w", id, err)
 	}
 	if err := w.publish(ctx, id, q, in.RunID, due); err != nil {
-		return "", err
+		return "", &unsentError{id: id, err: err}
 	}
 	return id, nil
 }
+
+// unsentError reports a delivery whose record is written but whose message or
+// schedule is not: queueing it again under its ID, or [World.Sweep] once it is
+// overdue, sends it.
+type unsentError struct {
+	id  string
+	err error
+}
+
+func (e *unsentError) Error() string {
+	return fmt.Sprintf("awsworld: delivery %s recorded but not sent (Sweep sends it once overdue): %v", e.id, e.err)
+}
+
+func (e *unsentError) Unwrap() error { return e.err }
 
 // claimRecord loads the QUEUE#<id> record and leases it to one execution until
 // wall+lease, counting the attempt. It returns nil without a record, and a

@@ -311,3 +311,35 @@ func TestLongRetentionThroughScheduler(t *testing.T) {
 		return errors.Is(err, worlds.ErrRunNotFound)
 	})
 }
+
+// A cancel whose expiry cannot be sent (an API role without the grant, SQS
+// down) still succeeds once the cancel and the expiry's record are written;
+// Sweep sends the expiry when it is overdue and the run expires.
+func TestFinishedRunWhoseExpiryIsNotSentSucceedsAndSweepExpiresIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(_ *env, c *awsworld.Config) { c.Retention = time.Second })
+	ctx := context.Background()
+	crashed, err := awsworld.New(e.cfg, e.db, crashingSQS{e.sqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, e.w, "cx", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted})
+	if _, err := crashed.Append(ctx, "cx", worlds.Event{Type: worlds.EventRunCancelled, Reason: "stop"}); err != nil {
+		t.Fatalf("cancel whose expiry was not sent: %v", err)
+	}
+	if queueRecord(t, e, awsworld.ExpireID("cx")) == nil {
+		t.Fatal("no expiry record")
+	}
+	e.clock.Advance(awsworld.DefaultLease + 5*time.Second)
+	waitFor(t, "the sweep to send the expiry", func() bool {
+		res, err := e.w.Sweep(ctx, awsworld.SweepOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Resent) == 1
+	})
+	drain(t, e, awsworld.Queue(e.w, nil), map[string]string{e.arn: e.url}, func() bool {
+		_, err := e.w.GetRun(ctx, "cx")
+		return errors.Is(err, worlds.ErrRunNotFound)
+	})
+}

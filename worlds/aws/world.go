@@ -322,7 +322,13 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 			last := effects[len(effects)-1].Run
 			if last.Status.Terminal() {
 				if err := w.queueExpiry(ctx, &last); err != nil {
-					return stored, fmt.Errorf("awsworld: run %s finished but its expiry was not queued (append again to retry): %w", runID, err)
+					var unsent *unsentError
+					if !errors.As(err, &unsent) {
+						return stored, fmt.Errorf("awsworld: run %s finished but its expiry was not queued (append again to retry): %w", runID, err)
+					}
+					// The append committed and the expiry is recorded: do not fail
+					// the append (a cancel that did happen), Sweep sends it.
+					w.log.WarnContext(ctx, "awsworld: run finished; its expiry is recorded but not sent, Sweep sends it once due", "runId", runID, "err", err)
 				}
 				w.dropPending(ctx, runID)
 			}
