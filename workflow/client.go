@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -242,8 +243,11 @@ type startOptions struct {
 	attrs map[string]string
 }
 
-// WithRunID fixes the run ID instead of generating one; starting a run whose ID
-// exists fails with an error matching worlds.ErrRunExists.
+// WithRunID fixes the run ID instead of generating one. Starting again with the
+// same ID, workflow and input returns the existing run, queueing its first
+// delivery again while it has not started, so a Start whose answer was lost or
+// whose queueing failed can simply be retried; starting an existing ID with
+// another workflow or input fails with an error matching worlds.ErrRunExists.
 func WithRunID(id string) StartOption { return func(o *startOptions) { o.id = id } }
 
 // WithAttributes stores string attributes on the run, for listings.
@@ -272,7 +276,17 @@ func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opt
 	if _, err := c.eng.world.Append(ctx, id, worlds.Event{
 		Type: worlds.EventRunCreated, WorkflowName: name, Input: raw, Attributes: o.attrs,
 	}); err != nil {
-		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+		if !errors.Is(err, worlds.ErrRunExists) {
+			return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+		}
+		// A retried start: the same run, or a conflict.
+		run, gerr := c.eng.world.GetRun(ctx, id)
+		if gerr != nil || run.WorkflowName != name || !sameJSON(run.Input, raw) {
+			return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+		}
+		if run.Status != worlds.RunPending {
+			return &Run[O]{c: c, id: id}, nil
+		}
 	}
 	if _, err := c.eng.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
 		worlds.QueueOptions{ID: "start-" + id}); err != nil {
@@ -408,4 +422,22 @@ func (e *engine) closeStreams(ctx context.Context, runID string) {
 			}
 		}
 	}
+}
+
+// sameJSON reports whether a and b hold the same JSON value; absent and null
+// are the same.
+func sameJSON(a, b json.RawMessage) bool {
+	decode := func(raw json.RawMessage) (any, bool) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			return nil, true
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v) == nil
+	}
+	va, oka := decode(a)
+	vb, okb := decode(b)
+	return oka && okb && reflect.DeepEqual(va, vb)
 }
