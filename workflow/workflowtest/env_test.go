@@ -3,6 +3,7 @@ package workflowtest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,37 +231,67 @@ func TestHooks(t *testing.T) {
 	}
 }
 
-// A run recorded in an Env replays clean against its own code, and reports the
-// inserted step of OrderV2.
-func TestReplayOfEnvRun(t *testing.T) {
+// Runs recorded in an Env, however they ended, replay clean against their own
+// code and report the step OrderV2 inserts.
+func TestReplayOfEnvRuns(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	env := workflowtest.New()
-	run, err := workflowtest.Start(ctx, env, OrderV1{}, Order{ID: "o1", Cents: 500})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		// drive takes the run from waiting for its approval to where it is recorded.
+		drive      func(context.Context, *workflowtest.Env, *workflowtest.Run[Receipt]) error
+		wantStatus string
+	}{
+		{name: "approved", wantStatus: "completed", drive: func(ctx context.Context, env *workflowtest.Env, _ *workflowtest.Run[Receipt]) error {
+			return env.ResumeHook(ctx, "approve-o1", Approval{OK: true})
+		}},
+		{name: "rejected", wantStatus: "completed", drive: func(ctx context.Context, env *workflowtest.Env, _ *workflowtest.Run[Receipt]) error {
+			return env.ResumeHook(ctx, "approve-o1", Approval{OK: false})
+		}},
+		{name: "charge failed", wantStatus: "failed", drive: func(ctx context.Context, env *workflowtest.Env, _ *workflowtest.Run[Receipt]) error {
+			workflowtest.Stub(env, "charge", func(context.Context, Order) (string, error) {
+				return "", workflow.Fatal(errors.New("card declined"))
+			})
+			return env.ResumeHook(ctx, "approve-o1", Approval{OK: true})
+		}},
+		{name: "cancelled while waiting", wantStatus: "cancelled", drive: func(ctx context.Context, _ *workflowtest.Env, run *workflowtest.Run[Receipt]) error {
+			return run.Cancel(ctx, "customer left")
+		}},
+		{name: "waiting", wantStatus: "running", drive: func(context.Context, *workflowtest.Env, *workflowtest.Run[Receipt]) error {
+			return nil
+		}},
 	}
-	if err := env.ResumeHook(ctx, "approve-o1", Approval{OK: true}); err == nil {
-		t.Fatal("resumed a hook before the run created it")
-	}
-	if err := env.Settle(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.ResumeHook(ctx, "approve-o1", Approval{OK: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := run.Events(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mustJSON(t, evs)
-	workflowtest.Replay(t, OrderV1{}, h)
-	tb := replayWith(func(tb workflowtest.TB) { workflowtest.Replay(tb, OrderV2{}, h) })
-	if len(tb.errors) != 1 {
-		t.Fatalf("replay against OrderV2 reported %q, want one nondeterminism error", tb.errors)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			env := workflowtest.New()
+			run, err := workflowtest.Start(ctx, env, OrderV1{}, Order{ID: "o1", Cents: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.drive(ctx, env, run); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if status, _ := run.Status(ctx); string(status) != tt.wantStatus {
+				t.Fatalf("run is %s, want %s", status, tt.wantStatus)
+			}
+			evs, err := run.Events(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := mustJSON(t, evs)
+			workflowtest.Replay(t, OrderV1{}, h)
+			tb := replayWith(func(tb workflowtest.TB) { workflowtest.Replay(tb, OrderV2{}, h) })
+			if len(tb.errors) != 1 || !strings.Contains(tb.errors[0], `at operation 2: history has hook`) {
+				t.Fatalf("replay against OrderV2 reported %q, want one nondeterminism error at operation 2", tb.errors)
+			}
+		})
 	}
 }
 

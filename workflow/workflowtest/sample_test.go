@@ -79,7 +79,7 @@ func approveAndCharge(ctx workflow.Context, o Order, res string) (Receipt, error
 // time; in an Env it passes at once whatever its length.
 const coolingOff = time.Second
 
-// OrderV2 inserts a fraud check after the reservation without workflow.Version:
+// OrderV2 inserts a fraud check after the reservation, unversioned:
 // runs recorded under OrderV1 no longer replay.
 type OrderV2 struct{}
 
