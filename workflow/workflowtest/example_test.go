@@ -78,8 +78,8 @@ func (printTB) Errorf(format string, args ...any) { fmt.Printf(format+"\n", args
 func (printTB) Fatalf(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 
 // Checking a change against a history recorded in production, printed with
-// `cairn inspect events <run ID> --json --all`: OrderV2 inserted a step without
-// workflow.Version, so the run recorded under OrderV1 would fail after the deploy.
+// `cairn inspect events <run ID> --json --all`: OrderV2 inserted a step where the
+// run recorded under OrderV1 has its hook, so that run would fail after the deploy.
 func ExampleReplay() {
 	history, err := os.ReadFile("testdata/order_completed.json")
 	if err != nil {
