@@ -10,8 +10,9 @@
 // its sleeps and its hooks, in call order.
 //
 // [Replay] re-executes workflow code against a history exactly as
-// `cairn inspect events <run ID> --json --all` prints it, without running any step,
-// and fails the test when the code no longer matches the history (an operation
-// inserted, removed or reordered in a way in-flight runs cannot follow). Run it in CI over
-// histories of in-flight runs to check that a change is safe to deploy.
+// `cairn inspect events <run ID> --json --all` prints it, without running any
+// step, and fails the test when the code no longer matches the history: an
+// operation inserted, removed or reordered in a way in-flight runs cannot follow.
+// Run it in CI over histories of in-flight runs to check that a change is safe to
+// deploy.
 package workflowtest

@@ -17,9 +17,9 @@ import (
 	"github.com/cairn-go/cairn/worlds"
 )
 
-// DefaultStartTime is where an [Env]'s virtual clock starts unless [WithStartTime]
-// says otherwise: a fixed time, so runs are reproducible.
-var DefaultStartTime = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+// defaultStart is where an Env's virtual clock starts unless WithStartTime says
+// otherwise: a fixed time, so runs are reproducible.
+var defaultStart = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // MaxDeliveries bounds how many deliveries one call that drives runs
 // ([Run.Result], [Env.Settle]) executes, so a workflow that never ends fails its
@@ -39,7 +39,7 @@ type options struct {
 	queueSteps bool
 }
 
-// WithStartTime starts the virtual clock at t instead of [DefaultStartTime].
+// WithStartTime starts the virtual clock at t instead of 2026-01-01T00:00:00Z.
 func WithStartTime(t time.Time) Option { return func(o *options) { o.start = t } }
 
 // WithQueueSteps runs every step attempt in a delivery of its own, as
@@ -53,6 +53,8 @@ type Env struct {
 	world  *memworld.World
 	client *workflow.Client
 
+	start time.Time
+
 	mu      sync.Mutex
 	now     time.Time
 	ids     int
@@ -63,11 +65,11 @@ type Env struct {
 
 // New returns an empty Env.
 func New(opts ...Option) *Env {
-	o := options{start: DefaultStartTime}
+	o := options{start: defaultStart}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Env{now: o.start.UTC(), stubs: map[string]workflow.StepFunc{}, runners: map[string]worlds.Runner{}}
+	e := &Env{start: o.start.UTC(), now: o.start.UTC(), stubs: map[string]workflow.StepFunc{}, runners: map[string]worlds.Runner{}}
 	e.world = memworld.New(memworld.Clock(e.Now))
 	c, err := workflow.NewClient(workflow.Config{
 		World: e.world, Clock: e.Now, IDs: (*envIDs)(e), QueueSteps: o.queueSteps,
@@ -88,6 +90,9 @@ func (e *Env) Client() *workflow.Client { return e.client }
 
 // World returns the Env's in-memory World, to read runs, steps and events.
 func (e *Env) World() worlds.World { return e.world }
+
+// StartTime returns the time the virtual clock started at.
+func (e *Env) StartTime() time.Time { return e.start }
 
 // Now returns the virtual time.
 func (e *Env) Now() time.Time {
@@ -319,7 +324,7 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	}
 	if !status.Terminal() {
 		if _, err := r.env.world.GetRun(ctx, r.id); err != nil {
-			return zero, err
+			return zero, err // no such run
 		}
 		var tokens []string
 		if hooks, err := r.Hooks(ctx); err == nil {

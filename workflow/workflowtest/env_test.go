@@ -48,7 +48,7 @@ func TestVirtualTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := workflowtest.DefaultStartTime.Add(30 * 24 * time.Hour)
+	want := env.StartTime().Add(30 * 24 * time.Hour)
 	if !at.Equal(want) {
 		t.Fatalf("workflow.Now after the sleep = %s, want %s", at, want)
 	}
@@ -166,7 +166,7 @@ func TestStubsAndSpies(t *testing.T) {
 			}
 			if tt.wantAttempts == 3 && !tt.wantErr {
 				// Two retries an hour apart took no wall time but two virtual hours.
-				if d := env.Now().Sub(workflowtest.DefaultStartTime); d < 3*time.Hour {
+				if d := env.Now().Sub(env.StartTime()); d < 3*time.Hour {
 					t.Fatalf("virtual clock moved %s, want at least 3h", d)
 				}
 			}

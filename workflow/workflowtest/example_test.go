@@ -52,7 +52,7 @@ func Example() {
 	}
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
-	fmt.Println("virtual time passed:", env.Now().Sub(workflowtest.DefaultStartTime))
+	fmt.Println("virtual time passed:", env.Now().Sub(env.StartTime()))
 	for _, c := range env.Calls("send reminder") {
 		fmt.Printf("send reminder, attempt %d: %s -> %s\n", c.Attempt, c.Input, c.Output)
 	}
