@@ -116,3 +116,49 @@ func (OrderV3) Run(ctx workflow.Context, o Order) (Receipt, error) {
 	}
 	return r, nil
 }
+
+// OrderTwoApprovals waits for a second approval the recorded runs never got.
+type OrderTwoApprovals struct{}
+
+func (OrderTwoApprovals) WorkflowName() string { return "order" }
+
+func (OrderTwoApprovals) Run(ctx workflow.Context, o Order) (Receipt, error) {
+	res, err := workflow.Step(ctx, "reserve", reserve, o)
+	if err != nil {
+		return Receipt{}, err
+	}
+	hook, err := workflow.CreateHook[Approval](ctx, workflow.HookOptions{Token: "approve-" + o.ID})
+	if err != nil {
+		return Receipt{}, err
+	}
+	for range 2 {
+		if _, err := hook.Receive(ctx); err != nil {
+			return Receipt{}, err
+		}
+	}
+	return Receipt{Status: "approved twice", Reserved: res}, nil
+}
+
+// OrderRefuses fails where OrderV1 completed, without changing its operations.
+type OrderRefuses struct{}
+
+func (OrderRefuses) WorkflowName() string { return "order" }
+
+func (OrderRefuses) Run(ctx workflow.Context, o Order) (Receipt, error) {
+	if _, err := (OrderV1{}).Run(ctx, o); err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{}, errors.New("refused after all")
+}
+
+// OrderPanics panics once the reservation is made.
+type OrderPanics struct{}
+
+func (OrderPanics) WorkflowName() string { return "order" }
+
+func (OrderPanics) Run(ctx workflow.Context, o Order) (Receipt, error) {
+	if _, err := workflow.Step(ctx, "reserve", reserve, o); err != nil {
+		return Receipt{}, err
+	}
+	panic("no approvals today")
+}
