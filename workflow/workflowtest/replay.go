@@ -24,9 +24,9 @@ type TB interface {
 }
 
 // Replay re-executes workflow w against a recorded history and reports, with
-// t.Errorf, where the code no longer matches it: the error message (an error
-// matching [workflow.ErrNondeterminism]) names the position, the operation the
-// history recorded there and the one the code asked for.
+// t.Errorf, where the code no longer matches it: the message, that of a
+// *[workflow.NondeterminismError], names the position, the operation the history
+// recorded there and the one the code asked for.
 //
 // history is a run's log as `cairn inspect events <run ID> --json --all` prints it
 // (a page object whose items are the events), or a JSON array of events. No step
