@@ -59,6 +59,8 @@ type Config struct {
 	// steps reached after the entry point's hand-off time ([worlds.HandOffAt])
 	// are queued either way.
 	QueueSteps bool
+	// StepInterceptor, if set, wraps every step attempt; see [StepInterceptor].
+	StepInterceptor StepInterceptor
 }
 
 // engine is the validated runtime configuration.
@@ -71,11 +73,12 @@ type engine struct {
 	maxPayload int
 	poll       time.Duration
 	queueSteps bool
+	intercept  StepInterceptor
 }
 
 func newEngine(cfg Config) (*engine, error) {
 	e := &engine{world: cfg.World, clock: cfg.Clock, ids: cfg.IDs, log: cfg.Logger, obs: cfg.Observer,
-		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps}
+		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps, intercept: cfg.StepInterceptor}
 	if e.clock == nil {
 		e.clock = time.Now
 	}
