@@ -261,9 +261,18 @@ func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opt
 		opt(&o)
 	}
 	name := workflowName(w)
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
+	if err := validateValue(name, in); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
 	raw, err := encode("workflow input", in, c.eng.maxPayload)
 	if err != nil {
 		return nil, err
+	}
+	if err := worlds.ValidateJSON("input", raw); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
 	}
 	id := o.id
 	if id == "" {
