@@ -131,4 +131,3 @@ func TestNonCanonicalPathsGetJSON404(t *testing.T) {
 		}
 	}
 }
-
