@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/internal/cli"
-	"github.com/cairn-go/cairn/internal/devui"
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/workflowui"
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
@@ -62,10 +62,11 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	}
 	order := FulfilOrder{charges: &chargeCounter{}, packing: o.packing}
 	example, _ := json.Marshal(Order{ID: "ord-1001", Items: []string{"tent", "stove", "lantern"}, AmountCt: 24999})
-	ui, err := devui.New(devui.Config{
-		World:     world,
-		Client:    client,
+	runners := workflow.Use(order)
+	ui, err := workflowui.ClientHandler(client, workflowui.Options{
+		Runners:   runners,
 		Workflows: map[string]json.RawMessage{order.WorkflowName(): example},
+		RPC:       true,
 	})
 	if err != nil {
 		world.Close()
@@ -82,7 +83,7 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	srv := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 2)
-	go func() { done <- client.Serve(serveCtx, workflow.Use(order)) }()
+	go func() { done <- client.Serve(serveCtx, runners) }()
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			done <- err
