@@ -138,6 +138,22 @@ func (w FulfilOrder) Run(ctx workflow.Context, o Order) (Receipt, error) {
 	return Receipt{OrderID: o.ID, ChargeID: chargeID, ConfirmedBy: conf.Packer, Tracking: tracking}, nil
 }
 
+const demoUsage = `usage: cairn demo
+  Runs one order through a durable workflow on a fresh embedded World in a
+  temporary directory, printing its progress: a step that fails once and
+  retries, a durable timer, a hook resumed from outside, a live stream.`
+
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if code, stop := noArgs("demo", demoUsage, args, stderr); stop {
+		return code
+	}
+	if err := demo(ctx, stdout); err != nil {
+		fmt.Fprintln(stderr, "cairn demo:", err)
+		return exitError
+	}
+	return exitOK
+}
+
 // demo runs one order on a fresh embedded World in a temporary directory.
 func demo(ctx context.Context, out io.Writer) error {
 	dir, err := os.MkdirTemp("", "cairn-demo-")

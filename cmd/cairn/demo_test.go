@@ -33,17 +33,6 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func TestUsage(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"nope"}, &out, &out); code != 2 || !strings.Contains(out.String(), "unknown command") {
-		t.Fatalf("unknown command: code %d, output %q", code, &out)
-	}
-	out.Reset()
-	if code := run(context.Background(), []string{"version"}, &out, &out); code != 0 || !strings.HasPrefix(out.String(), "cairn ") {
-		t.Fatalf("version: code %d, output %q", code, &out)
-	}
-}
-
 // An order without an ID is rejected before a run exists, naming the field, at
 // the Go API and for a start by name (RPC, web UI), instead of failing the run
 // later with a hook token conflict.

@@ -19,9 +19,11 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-const devUsage = `usage: cairn dev [--addr 127.0.0.1:0] [--db PATH]
-  Runs the embedded World with the demo workflows, the RPC and webhook endpoints
-  under /v1/workflow, and the web UI. --db defaults to $CAIRN_DB, else ./cairn-dev.db.`
+const devUsage = `usage: cairn dev [--addr 127.0.0.1:0] [--db PATH] [--packing 5s]
+  Runs the embedded World with the demo workflows and serves the web UI, and the
+  World's RPC and webhook endpoints under /v1/workflow, on one loopback port.
+  --db       embedded World file (default $CAIRN_DB, else ./cairn-dev.db)
+  --packing  durable timer of the demo order workflow (default 5s)`
 
 // devOptions configure a dev server.
 type devOptions struct {
@@ -128,16 +130,16 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintln(stderr, "cairn dev:", cli.OneLine(err))
-		fmt.Fprintln(stderr, devUsage)
-		return 2
+		fmt.Fprintln(stderr, "run 'cairn dev -h' for usage")
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "cairn dev: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return exitUsage
 	}
 	if o.packing < 0 {
 		fmt.Fprintf(stderr, "cairn dev: --packing %s: must not be negative\n", o.packing)
-		return 2
+		return exitUsage
 	}
 	if o.db == "" {
 		o.db = os.Getenv("CAIRN_DB")
@@ -150,7 +152,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prog.Done()
 	if err != nil {
 		fmt.Fprintln(stderr, "cairn dev:", cli.OneLine(err))
-		return 1
+		return exitError
 	}
 	fmt.Fprintf(stdout, "cairn dev: web UI on %s/ (World %s; RPC and webhooks under %s%s)\n", d.url, o.db, d.url, "/v1/workflow")
 	select {
@@ -160,7 +162,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := d.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "cairn dev:", cli.OneLine(err))
-		return 1
+		return exitError
 	}
 	return 0
 }
