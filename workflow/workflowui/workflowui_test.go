@@ -22,7 +22,14 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The handler, its SSE streams, the workers and the browser driver stop with
+// their tests; idle keep-alive connections of HTTP clients are pooled, not leaked.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	)
+}
 
 // approval greets, streams a line, and waits for an approver through a hook.
 type approval struct{}

@@ -44,7 +44,7 @@ function stop() {
 async function listPage() {
   app.innerHTML = `<h1>Runs</h1>
   <div class="card"><div class="toolbar">
-    <label>Workflow <select id="wf"></select></label><span class="spacer"></span>
+    <label>Workflow <input id="wf" list="wfs" spellcheck="false" placeholder="workflow name"><datalist id="wfs"></datalist></label><span class="spacer"></span>
     <button id="start" class="primary">Start run</button></div>
     <textarea id="input" aria-label="input" spellcheck="false">{}</textarea></div>
   <div class="card"><div class="toolbar"><label>Status <select id="status">
@@ -52,11 +52,15 @@ async function listPage() {
   </select></label></div><div id="runs"></div></div>`;
   const {workflows} = await api("GET", "api/workflows");
   const wf = $("#wf"), input = $("#input");
-  wf.innerHTML = workflows.map(w => `<option>${esc(w.name)}</option>`).join("") || `<option value="">(no workflows registered)</option>`;
-  const example = () => { const w = workflows.find(w => w.name === wf.value); input.value = w?.example ? pretty(w.example) : "{}"; };
-  wf.onchange = example; example();
+  // A datalist offers the workflows of this process; any name can be typed, for
+  // workflows whose workers run elsewhere.
+  $("#wfs").innerHTML = workflows.map(w => `<option value="${esc(w.name)}"></option>`).join("");
+  wf.value = workflows[0]?.name ?? "";
+  const example = () => { const w = workflows.find(w => w.name === wf.value); if (w) input.value = w.example ? pretty(w.example) : "{}"; };
+  wf.oninput = example; example();
   $("#start").onclick = async () => {
     try {
+      if (!wf.value.trim()) throw new Error("name the workflow to start");
       JSON.parse(input.value);
       const {runId} = await api("POST", "api/runs", {workflow: wf.value, input: JSON.parse(input.value)});
       location.hash = "#/runs/" + encodeURIComponent(runId);
