@@ -382,6 +382,9 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
 	}
+	if err := worlds.ValidateReason(reason); err != nil {
+		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	}
 	evs := []worlds.Event{
 		{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
 		{Type: worlds.EventRunCancelled, Reason: reason},

@@ -64,6 +64,13 @@ func TestStartValidates(t *testing.T) {
 	if _, err := workflow.Start(ctx, c, Ship{}, shipment{ID: "s1"}, workflow.WithRunID("ship:s1")); err != nil {
 		t.Fatalf("valid start: %v", err)
 	}
+	err = c.Cancel(ctx, "ship:s1", strings.Repeat("x", worlds.MaxAttributeValueLength+1))
+	if !errors.Is(err, worlds.ErrInvalidArgument) || !strings.Contains(err.Error(), "reason") {
+		t.Fatalf("cancel with an oversized reason: %v", err)
+	}
+	if run, err := w.GetRun(ctx, "ship:s1"); err != nil || run.Status.Terminal() {
+		t.Fatalf("rejected cancel changed the run: %s %v", run.Status, err)
+	}
 }
 
 // The runner of workflow.Use checks inputs given by name against the input type.
