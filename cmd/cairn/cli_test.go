@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -31,13 +34,17 @@ func TestHelpListsEveryCommand(t *testing.T) {
 func TestEveryCommandHasHelp(t *testing.T) {
 	t.Parallel()
 	for _, c := range commands {
-		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {c.name, "-help"}, {"help", c.name}, {c.name, "--db", "x.db", "--help"}} {
+		db := filepath.Join(t.TempDir(), "x.db")
+		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {c.name, "-help"}, {"help", c.name}, {c.name, "--db", db, "--help"}} {
 			if c.name == "help" && len(args) > 2 {
 				continue
 			}
 			code, out, errOut := runCLI(t, args...)
 			if code != exitOK || errOut != "" || out != c.usage+"\n" {
 				t.Errorf("cairn %v: exit %d, stdout %q, stderr %q; want the usage and 0", args, code, out, errOut)
+			}
+			if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("cairn %v touched the World file %s: %v", args, db, err)
 			}
 			if !strings.HasPrefix(c.usage, "usage: cairn "+c.name) {
 				t.Errorf("usage of %s does not start with its synopsis: %q", c.name, c.usage)
