@@ -268,9 +268,18 @@ func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opt
 		opt(&o)
 	}
 	name := workflowName(w)
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
+	if err := validateValue(name, in); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
 	raw, err := encode("workflow input", in, c.eng.maxPayload)
 	if err != nil {
 		return nil, err
+	}
+	if err := worlds.ValidateJSON("input", raw); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
 	}
 	id := o.id
 	if id == "" {
@@ -389,6 +398,9 @@ func cancelReason(run worlds.Run) string {
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
+	}
+	if err := worlds.ValidateReason(reason); err != nil {
+		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
 	}
 	evs := []worlds.Event{
 		{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},

@@ -30,6 +30,13 @@
 //	streams.list  {runId}                                      -> []StreamInfo
 //	streams.read  {runId, name, from?, limit?}                 -> StreamPage
 //
+// Before anything is written, runs.start checks the run ID, attributes and input
+// against the limits of package worlds ([worlds.ValidateStart]), and, with
+// Options.Workflows, the input's shape against the workflow's input type;
+// hooks.resume and webhooks check the payload ([worlds.ValidateJSON]). Bad input
+// answers 400 invalid_argument with a message naming the field. Paths that are
+// not in canonical form ("/webhooks/.") answer a JSON 404.
+//
 // The handlers do not authenticate. Put the RPC endpoint behind IAM or an
 // authorizer; webhooks are authorized by their token alone.
 package worldhttp

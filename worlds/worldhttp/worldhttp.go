@@ -31,6 +31,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// NewRunID generates IDs for runs.start without runId; nil uses random IDs.
 	NewRunID func() string
+	// Workflows, when set, are the workflows runs.start may start: another name
+	// is rejected, and a runner implementing [worlds.InputValidator] (workflow.Use
+	// does) checks the input's shape before run_created is written. The runners
+	// only validate here; the handler never runs them.
+	Workflows worlds.Runner
 }
 
 func (o Options) withDefaults() Options {
@@ -59,7 +64,7 @@ func Handler(w worlds.World, opts Options) http.Handler {
 	mux.Handle(opts.Prefix+"/rpc", rpc)
 	mux.Handle(opts.Prefix+"/webhooks/{token}", hook)
 	mux.HandleFunc("/", notFound)
-	return mux
+	return exactPaths(mux)
 }
 
 // RPC serves only {prefix}/rpc.
@@ -68,7 +73,7 @@ func RPC(w worlds.World, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(opts.Prefix+"/rpc", &rpcHandler{w: w, o: opts})
 	mux.HandleFunc("/", notFound)
-	return mux
+	return exactPaths(mux)
 }
 
 // Webhook serves only {prefix}/webhooks/{token}, the route that may be public.
@@ -77,7 +82,7 @@ func Webhook(w worlds.World, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(opts.Prefix+"/webhooks/{token}", &webhookHandler{w: w, o: opts})
 	mux.HandleFunc("/", notFound)
-	return mux
+	return exactPaths(mux)
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
@@ -246,6 +251,9 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		if err := need([2]string{"workflowName", p.WorkflowName}); err != nil {
 			return nil, err
 		}
+		if err := worlds.ValidateStart(h.o.Workflows, p.WorkflowName, p.RunID, p.Input, p.Attributes); err != nil {
+			return nil, err
+		}
 		if p.RunID == "" {
 			p.RunID = h.o.NewRunID()
 		}
@@ -259,6 +267,9 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Limit: p.Limit, Cursor: p.Cursor})
 	case "runs.cancel":
 		if err := need(runID); err != nil {
+			return nil, err
+		}
+		if err := worlds.ValidateReason(p.Reason); err != nil {
 			return nil, err
 		}
 		evs, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCancelled, Reason: p.Reason})

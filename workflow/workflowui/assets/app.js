@@ -1,5 +1,5 @@
-// cairn dev UI: hash-routed pages over the JSON API in internal/devui. No build
-// step; pages poll once a second and streams arrive as server-sent events.
+// cairn workflow UI: hash-routed pages over the JSON API of package workflowui.
+// No build step; pages poll once a second and streams arrive as server-sent events.
 "use strict";
 const $ = (sel, el = document) => el.querySelector(sel);
 const app = $("#app");
@@ -44,21 +44,25 @@ function stop() {
 async function listPage() {
   app.innerHTML = `<h1>Runs</h1>
   <div class="card"><div class="toolbar">
-    <label>Workflow <select id="wf"></select></label><span class="spacer"></span>
+    <label>Workflow <input id="wf" list="wfs" spellcheck="false" placeholder="workflow name"><datalist id="wfs"></datalist></label><span class="spacer"></span>
     <button id="start" class="primary">Start run</button></div>
     <textarea id="input" aria-label="input" spellcheck="false">{}</textarea></div>
   <div class="card"><div class="toolbar"><label>Status <select id="status">
     <option value="">any</option><option>pending</option><option>running</option><option>completed</option><option>failed</option><option>cancelled</option>
   </select></label></div><div id="runs"></div></div>`;
-  const {workflows} = await api("GET", "/api/workflows");
+  const {workflows} = await api("GET", "api/workflows");
   const wf = $("#wf"), input = $("#input");
-  wf.innerHTML = workflows.map(w => `<option>${esc(w.name)}</option>`).join("") || `<option value="">(no workflows registered)</option>`;
-  const example = () => { const w = workflows.find(w => w.name === wf.value); input.value = w?.example ? pretty(w.example) : "{}"; };
-  wf.onchange = example; example();
+  // A datalist offers the workflows of this process; any name can be typed, for
+  // workflows whose workers run elsewhere.
+  $("#wfs").innerHTML = workflows.map(w => `<option value="${esc(w.name)}"></option>`).join("");
+  wf.value = workflows[0]?.name ?? "";
+  const example = () => { const w = workflows.find(w => w.name === wf.value); if (w) input.value = w.example ? pretty(w.example) : "{}"; };
+  wf.oninput = example; example();
   $("#start").onclick = async () => {
     try {
+      if (!wf.value.trim()) throw new Error("name the workflow to start");
       JSON.parse(input.value);
-      const {runId} = await api("POST", "/api/runs", {workflow: wf.value, input: JSON.parse(input.value)});
+      const {runId} = await api("POST", "api/runs", {workflow: wf.value, input: JSON.parse(input.value)});
       location.hash = "#/runs/" + encodeURIComponent(runId);
     } catch (e) { toast("Start failed: " + e.message, true); }
   };
@@ -66,7 +70,7 @@ async function listPage() {
   async function refresh() {
     const q = new URLSearchParams({limit: "100"});
     if ($("#status").value) q.set("status", $("#status").value);
-    const data = await api("GET", "/api/runs?" + q);
+    const data = await api("GET", "api/runs?" + q);
     set($("#runs"), data.items.length === 0 ? `<p class="muted">No runs yet. Start one above.</p>` :
       `<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th></tr></thead><tbody>` +
       data.items.map(r => `<tr class="row" data-run="${esc(r.runId)}"><td class="mono"><a href="#/runs/${encodeURIComponent(r.runId)}">${esc(r.runId)}</a></td>
@@ -88,11 +92,11 @@ async function runPage(id) {
   <h2>Streams</h2><div class="card" id="streams"></div>
   <h2>Events</h2><div class="card"><details id="events-box"><summary>Event log</summary><div id="events"></div></details></div>`;
   $("#cancel").onclick = async () => {
-    try { await api("POST", `/api/runs/${encodeURIComponent(id)}/cancel`, {}); toast("Run cancelled"); refresh(); }
+    try { await api("POST", `api/runs/${encodeURIComponent(id)}/cancel`, {}); toast("Run cancelled"); refresh(); }
     catch (e) { toast("Cancel failed: " + e.message, true); }
   };
   $("#rerun").onclick = async () => {
-    try { const {runId} = await api("POST", `/api/runs/${encodeURIComponent(id)}/rerun`); location.hash = "#/runs/" + encodeURIComponent(runId); }
+    try { const {runId} = await api("POST", `api/runs/${encodeURIComponent(id)}/rerun`); location.hash = "#/runs/" + encodeURIComponent(runId); }
     catch (e) { toast("Re-run failed: " + e.message, true); }
   };
   $("#hooks").addEventListener("click", async e => {
@@ -102,14 +106,14 @@ async function runPage(id) {
     let payload;
     try { payload = JSON.stringify(JSON.parse(ta.value)); } catch (err) { toast("Payload is not JSON: " + err.message, true); return; }
     btn.disabled = true;
-    try { await api("POST", `/api/hooks/${encodeURIComponent(box.dataset.hook)}/resume`, payload); toast("Hook resumed"); ta.value = ""; refresh(); }
+    try { await api("POST", `api/hooks/${encodeURIComponent(box.dataset.hook)}/resume`, payload); toast("Hook resumed"); ta.value = ""; refresh(); }
     catch (err) { toast("Resume failed: " + err.message, true); }
     finally { btn.disabled = false; }
   });
   $("#events-box").ontoggle = refresh;
 
   async function refresh() {
-    const v = await api("GET", `/api/runs/${encodeURIComponent(id)}`);
+    const v = await api("GET", `api/runs/${encodeURIComponent(id)}`);
     const r = v.run;
     set($("#run-status"), badge(r.status));
     $("#cancel").disabled = terminal(r.status);
@@ -122,10 +126,10 @@ async function runPage(id) {
       r.attributes ? ["Attributes", `<pre>${esc(pretty(r.attributes))}</pre>`] : null,
     ].filter(Boolean).map(([k, val]) => `<div>${k}</div><div>${val}</div>`).join(""));
     renderSteps(v);
-    renderHooks(v.hooks);
+    renderHooks(v.hooks, v.webhooks);
     renderStreams(v.streams, r);
     if ($("#events-box").open) {
-      const ev = await api("GET", `/api/runs/${encodeURIComponent(id)}/events`);
+      const ev = await api("GET", `api/runs/${encodeURIComponent(id)}/events`);
       set($("#events"), `<table><thead><tr><th>#</th><th>Time</th><th>Type</th><th>Correlation</th></tr></thead><tbody>` +
         ev.items.map(e => `<tr><td>${e.seq}</td><td>${when(e.createdAt)}</td><td class="mono">${esc(e.type)}</td><td class="mono">${esc(e.correlationId || "")}</td></tr>`).join("") + `</tbody></table>`);
     }
@@ -159,7 +163,7 @@ async function runPage(id) {
         <details><summary>input / output</summary><pre>${esc(pretty(s.input))}</pre>${s.output !== undefined ? `<pre>${esc(pretty(s.output))}</pre>` : ""}</details></div>`];
     }).concat(waitRows).sort((x, y) => new Date(x[0]) - new Date(y[0])).map(x => x[1]).join(""));
   }
-  function renderHooks(hooks) {
+  function renderHooks(hooks, webhooks) {
     const el = $("#hooks");
     if (!hooks.length) { set(el, `<p class="muted">No hooks.</p>`); return; }
     const typed = {};
@@ -169,7 +173,7 @@ async function runPage(id) {
       ${h.metadata !== undefined ? `<pre>${esc(pretty(h.metadata))}</pre>` : ""}
       ${h.status === "active" ? `<textarea spellcheck="false" placeholder='JSON payload, e.g. {"ok": true}'></textarea>
       <div class="toolbar"><button class="resume primary">Resume</button>
-      <span class="muted">or <code>curl -X POST ${esc(location.origin)}/v1/workflow/webhooks/${esc(encodeURIComponent(h.token))} -d '{}'</code></span></div>` : ""}</div>`).join(""));
+      ${webhooks ? `<span class="muted">or <code>curl -X POST ${esc(new URL("v1/workflow/webhooks/" + encodeURIComponent(h.token), document.baseURI).href)} -d '{}'</code></span>` : ""}</div>` : ""}</div>`).join(""));
     for (const ta of el.querySelectorAll(".hook textarea")) { const v = typed[ta.closest(".hook").dataset.hook]; if (v !== undefined) ta.value = v; }
   }
   function renderStreams(list, r) {
@@ -182,7 +186,7 @@ async function runPage(id) {
       box.className = "stream"; box.dataset.stream = s.name;
       box.innerHTML = `<div class="toolbar"><b class="mono">${esc(s.name)}</b><span class="muted state">live</span></div><pre></pre>`;
       el.append(box);
-      const pre = $("pre", box), src = new EventSource(`/api/runs/${encodeURIComponent(id)}/streams/${encodeURIComponent(s.name)}`);
+      const pre = $("pre", box), src = new EventSource(`api/runs/${encodeURIComponent(id)}/streams/${encodeURIComponent(s.name)}`);
       streams[s.name] = src;
       src.addEventListener("chunk", e => {
         const c = JSON.parse(e.data);

@@ -1,19 +1,20 @@
-package devui_test
+package workflowui_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 
-	"github.com/cairn-go/cairn/internal/devui"
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/workflowui"
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-// The dev UI is an http.Handler over a World and a workflow client; `cairn dev`
-// serves it next to the World's workers.
+// The UI is an http.Handler over a World; mount it in your own server next to
+// the workers of your workflows.
 func Example() {
 	ctx := context.Background()
 	world, err := local.Open(ctx, local.Config{Path: local.Memory})
@@ -25,18 +26,18 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	ui, err := devui.New(devui.Config{
-		World:     world,
-		Client:    client,
+	ui, err := workflowui.ClientHandler(client, workflowui.Options{
 		Workflows: map[string]json.RawMessage{"devui.Approval": json.RawMessage(`"ada"`)},
 	})
 	if err != nil {
 		panic(err)
 	}
-	srv := httptest.NewServer(ui)
+	mux := http.NewServeMux()
+	mux.Handle("/workflows/", http.StripPrefix("/workflows", ui))
+	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	res, err := srv.Client().Get(srv.URL + "/api/workflows")
+	res, err := srv.Client().Get(srv.URL + "/workflows/api/workflows")
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package devui
+package workflowui
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ type chunkEvent struct {
 // subscribes before reading the backlog when the World can push, and polls
 // otherwise. It ends when the client goes away, the stream closes, or the run has
 // finished without ever writing the stream.
-func (s *Server) followStream(w http.ResponseWriter, r *http.Request) {
+func (s *ui) followStream(w http.ResponseWriter, r *http.Request) {
 	ctx, runID, name := r.Context(), r.PathValue("id"), r.PathValue("name")
 	from := 0
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("from")} {
@@ -42,7 +42,7 @@ func (s *Server) followStream(w http.ResponseWriter, r *http.Request) {
 		from = n
 		break
 	}
-	if _, err := s.cfg.World.GetRun(ctx, runID); err != nil {
+	if _, err := s.world.GetRun(ctx, runID); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -52,12 +52,12 @@ func (s *Server) followStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var notify <-chan struct{}
-	if n, ok := s.cfg.World.(worlds.StreamNotifier); ok {
+	if n, ok := s.world.(worlds.StreamNotifier); ok {
 		ch, stop := n.SubscribeStream(runID, name)
 		defer stop()
 		notify = ch
 	}
-	tick := time.NewTicker(s.cfg.PollInterval)
+	tick := time.NewTicker(s.opts.PollInterval)
 	defer tick.Stop()
 
 	h := w.Header()
@@ -68,11 +68,11 @@ func (s *Server) followStream(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, ": following stream\n\n")
 	flusher.Flush()
 	for {
-		page, err := s.cfg.World.ReadStream(ctx, runID, name, from, 100)
+		page, err := s.world.ReadStream(ctx, runID, name, from, 100)
 		switch {
 		case errors.Is(err, worlds.ErrStreamNotFound):
 			// Not written yet: wait for it unless the run can no longer write it.
-			if run, err := s.cfg.World.GetRun(ctx, runID); err == nil && run.Status.Terminal() {
+			if run, err := s.world.GetRun(ctx, runID); err == nil && run.Status.Terminal() {
 				fmt.Fprint(w, "event: closed\ndata: {}\n\n")
 				flusher.Flush()
 				return

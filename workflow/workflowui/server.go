@@ -1,4 +1,4 @@
-package devui
+package workflowui
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,17 +28,28 @@ import (
 var assets embed.FS
 
 // maxBody bounds request bodies of the UI's API (inputs and hook payloads).
-const maxBody = 1 << 20
+const maxBody = worlds.MaxInputBytes + 4<<10
 
-// Config configures a [Server].
-type Config struct {
-	// World is the World the UI shows and acts on. Required.
-	World worlds.World
-	// Client is the workflow runtime client used to cancel runs. Required.
-	Client *workflow.Client
+// Options configure the UI. The zero value is usable.
+type Options struct {
 	// Workflows are the workflow names the UI offers to start, with an example
-	// input each (nil for none). Runs of other workflows are still listed.
+	// input each (nil for none). Empty offers the workflows of Runners. Runs of
+	// other workflows are listed either way.
 	Workflows map[string]json.RawMessage
+	// Runners, when set, are the workflows of this process: runs started or re-run
+	// from the UI must be of one of them, and their inputs are checked against
+	// the workflow's input type ([worlds.InputValidator]) before anything is
+	// written. The UI never runs them; a worker does. Leave it nil when the
+	// runners live in other processes (a Lambda worker of the AWS World): starts
+	// and re-runs are then queued for whichever worker serves the workflow.
+	Runners worlds.Runner
+	// Client, when set, cancels runs through the workflow runtime, so its
+	// Observer sees the cancellation; otherwise the UI cancels through the World
+	// the same way. [ClientHandler] sets it.
+	Client *workflow.Client
+	// RPC also mounts the World's RPC and webhook endpoints (package worldhttp)
+	// under /v1/workflow, relative to where the UI is mounted.
+	RPC bool
 	// PollInterval is how often a live stream is re-read when the World cannot push
 	// writes ([worlds.StreamNotifier]); zero uses 500ms.
 	PollInterval time.Duration
@@ -46,32 +59,53 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Server is the dev server's HTTP handler.
-type Server struct {
-	cfg Config
-	mux *http.ServeMux
+// ui is the handler Handler returns.
+type ui struct {
+	world worlds.World
+	opts  Options
+	mux   *http.ServeMux
 }
 
-// New validates cfg and returns the handler. It does not contact the World.
-func New(cfg Config) (*Server, error) {
+// ClientHandler is [Handler] over the client's World, cancelling runs through the client.
+func ClientHandler(c *workflow.Client, opts Options) (http.Handler, error) {
+	if c == nil {
+		return nil, &worlds.ArgumentError{Field: "workflowui: client", Value: nil, Reason: "required"}
+	}
+	opts.Client = c
+	return Handler(c.World(), opts)
+}
+
+// Handler returns the web UI and its JSON API over w, to mount in your own
+// server, for example under a prefix:
+//
+//	mux.Handle("/workflows/", http.StripPrefix("/workflows", ui))
+//
+// Its pages use relative URLs, so any prefix works when the UI's root is
+// requested with its trailing slash. It validates opts and does not contact the
+// World. It has no authentication: mount it behind your own.
+func Handler(w worlds.World, opts Options) (http.Handler, error) {
 	switch {
-	case cfg.World == nil:
-		return nil, &worlds.ArgumentError{Field: "devui.Config.World", Value: nil, Reason: "required"}
-	case cfg.Client == nil:
-		return nil, &worlds.ArgumentError{Field: "devui.Config.Client", Value: nil, Reason: "required"}
-	case cfg.PollInterval < 0:
-		return nil, &worlds.ArgumentError{Field: "devui.Config.PollInterval", Value: cfg.PollInterval, Reason: "must not be negative"}
+	case w == nil:
+		return nil, &worlds.ArgumentError{Field: "workflowui: World", Value: nil, Reason: "required"}
+	case opts.PollInterval < 0:
+		return nil, &worlds.ArgumentError{Field: "workflowui: Options.PollInterval", Value: opts.PollInterval, Reason: "must not be negative"}
 	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 500 * time.Millisecond
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 500 * time.Millisecond
 	}
-	if cfg.NewRunID == nil {
-		cfg.NewRunID = randomRunID
+	if opts.NewRunID == nil {
+		opts.NewRunID = randomRunID
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if len(opts.Workflows) == 0 && opts.Runners != nil {
+		opts.Workflows = map[string]json.RawMessage{}
+		for _, name := range opts.Runners.Workflows() {
+			opts.Workflows[name] = nil
+		}
+	}
+	s := &ui{world: w, opts: opts, mux: http.NewServeMux()}
 	files := http.FileServerFS(Assets())
 	s.mux.Handle("GET /{$}", files)
 	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
@@ -87,14 +121,30 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
 	})
-	s.mux.Handle(worldhttp.DefaultPrefix+"/", worldhttp.Handler(cfg.World, worldhttp.Options{NewRunID: cfg.NewRunID}))
+	if opts.RPC {
+		s.mux.Handle(worldhttp.DefaultPrefix+"/", worldhttp.Handler(w, worldhttp.Options{NewRunID: opts.NewRunID, Workflows: opts.Runners}))
+	}
 	return s, nil
 }
 
 // ServeHTTP implements http.Handler. Writes to the UI's API must be JSON: a page
 // on another origin cannot send that content type without a CORS preflight, which
-// this server never grants, so it cannot start, cancel or resume anything.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// this handler never grants, so it cannot start, cancel or resume anything.
+func (s *ui) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "" { // mounted with http.StripPrefix and asked for the prefix itself
+		to := "/"
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			u.Path += "/"
+			to = u.String()
+		}
+		http.Redirect(w, r, to, http.StatusMovedPermanently)
+		return
+	}
+	if !worldhttp.CanonicalPath(r.URL.Path) {
+		// http.ServeMux would redirect with an HTML body; API clients want JSON.
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && strings.HasPrefix(r.URL.Path, "/api/") {
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 			writeError(w, http.StatusUnsupportedMediaType, errors.New("requests that change state need Content-Type: application/json"))
@@ -142,10 +192,10 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, errorBody{Error: err.Error(), Code: code})
 }
 
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (s *ui) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, _ := worldhttp.StatusOf(err)
 	if status >= 500 && !errors.Is(err, context.Canceled) {
-		s.cfg.Logger.Error("devui: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.opts.Logger.Error("workflowui: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeError(w, 0, err)
 }
@@ -155,16 +205,16 @@ type workflowInfo struct {
 	Example json.RawMessage `json:"example,omitempty"`
 }
 
-func (s *Server) workflows(w http.ResponseWriter, r *http.Request) {
+func (s *ui) workflows(w http.ResponseWriter, r *http.Request) {
 	out := []workflowInfo{}
-	for name, ex := range s.cfg.Workflows {
+	for name, ex := range s.opts.Workflows {
 		out = append(out, workflowInfo{Name: name, Example: ex})
 	}
 	sortBy(out, func(a workflowInfo) string { return a.Name })
 	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+func (s *ui) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := worlds.RunFilter{WorkflowName: q.Get("workflow"), Status: worlds.RunStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	if f.Status != "" && !f.Status.Valid() {
@@ -179,7 +229,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	page, err := s.cfg.World.ListRuns(r.Context(), f)
+	page, err := s.world.ListRuns(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -196,7 +246,7 @@ type startRequest struct {
 	Input    json.RawMessage `json:"input"`
 }
 
-func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+func (s *ui) startRun(w http.ResponseWriter, r *http.Request) {
 	var req startRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -216,18 +266,18 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 
 // start creates a run and queues its first delivery, the same two writes
 // workflow.Start makes, for a workflow known only by name.
-func (s *Server) start(ctx context.Context, name string, input json.RawMessage, attrs map[string]string) (string, error) {
+func (s *ui) start(ctx context.Context, name string, input json.RawMessage, attrs map[string]string) (string, error) {
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	if !json.Valid(input) {
-		return "", &worlds.ArgumentError{Field: "input", Value: len(input), Reason: "not valid JSON"}
-	}
-	id := s.cfg.NewRunID()
-	if _, err := s.cfg.World.Append(ctx, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: name, Input: input, Attributes: attrs}); err != nil {
+	if err := worlds.ValidateStart(s.opts.Runners, name, "", input, attrs); err != nil {
 		return "", err
 	}
-	if _, err := s.cfg.World.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
+	id := s.opts.NewRunID()
+	if _, err := s.world.Append(ctx, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: name, Input: input, Attributes: attrs}); err != nil {
+		return "", err
+	}
+	if _, err := s.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
 		worlds.QueueOptions{ID: "start-" + id}); err != nil {
 		return id, fmt.Errorf("run %s created but its first delivery was not queued: %w", id, err)
 	}
@@ -245,8 +295,11 @@ type runView struct {
 	Attempts map[string][]attempt `json:"attempts"`
 	// Waits are the run's durable timers, read from the log.
 	Waits []wait `json:"waits"`
-	// Runnable reports that this server has a runner for the run's workflow, so re-run works.
+	// Runnable reports that a re-run can be started: the workflow is one of
+	// Options.Runners, or the runners live elsewhere (Runners unset).
 	Runnable bool `json:"runnable"`
+	// Webhooks reports that the webhook endpoint is mounted next to the UI.
+	Webhooks bool `json:"webhooks"`
 }
 
 // attempt is one attempt of a step.
@@ -298,17 +351,17 @@ func history(events []worlds.Event) (map[string][]attempt, []wait) {
 	return attempts, waits
 }
 
-func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
+func (s *ui) runDetail(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
-	run, err := s.cfg.World.GetRun(ctx, id)
+	run, err := s.world.GetRun(ctx, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	v := runView{Run: run, Steps: []worlds.Step{}, Hooks: []worlds.Hook{}, Streams: []worlds.StreamInfo{}}
-	_, v.Runnable = s.cfg.Workflows[run.WorkflowName]
+	v.Runnable, v.Webhooks = s.runnable(run.WorkflowName), s.opts.RPC
 	for f := (worlds.ListFilter{Limit: worlds.MaxPageSize}); ; {
-		p, err := s.cfg.World.ListSteps(ctx, id, f)
+		p, err := s.world.ListSteps(ctx, id, f)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -319,7 +372,7 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for f := (worlds.HookFilter{RunID: id, Limit: worlds.MaxPageSize}); ; {
-		p, err := s.cfg.World.ListHooks(ctx, f)
+		p, err := s.world.ListHooks(ctx, f)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -329,13 +382,13 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	events, err := worlds.AllEvents(ctx, s.cfg.World, id)
+	events, err := worlds.AllEvents(ctx, s.world, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	v.Attempts, v.Waits = history(events)
-	if v.Streams, err = s.cfg.World.ListStreams(ctx, id); err != nil {
+	if v.Streams, err = s.world.ListStreams(ctx, id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -345,8 +398,8 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
-	evs, err := worlds.AllEvents(r.Context(), s.cfg.World, r.PathValue("id"))
+func (s *ui) runEvents(w http.ResponseWriter, r *http.Request) {
+	evs, err := worlds.AllEvents(r.Context(), s.world, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -357,7 +410,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, worlds.Page[worlds.Event]{Items: evs})
 }
 
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+func (s *ui) cancelRun(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Reason string `json:"reason"`
 	}
@@ -366,18 +419,60 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Reason == "" {
-		req.Reason = "cancelled from cairn dev"
+		req.Reason = "cancelled from the web UI"
 	}
-	if err := s.cfg.Client.Cancel(r.Context(), r.PathValue("id"), req.Reason); err != nil {
+	if err := worlds.ValidateReason(req.Reason); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.cancel(r.Context(), r.PathValue("id"), req.Reason); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
-func (s *Server) rerun(w http.ResponseWriter, r *http.Request) {
+// runnable reports whether runs of the workflow can be started from here.
+func (s *ui) runnable(name string) bool {
+	if s.opts.Runners == nil {
+		return true
+	}
+	return slices.Contains(s.opts.Runners.Workflows(), name)
+}
+
+// cancel ends a run as cancelled: through the client when there is one, else with
+// the same writes (the reason as an attribute, run_cancelled, open streams closed),
+// then queues a delivery so the run's worker, wherever it runs, stops it.
+func (s *ui) cancel(ctx context.Context, runID, reason string) error {
+	if s.opts.Client != nil {
+		return s.opts.Client.Cancel(ctx, runID, reason)
+	}
+	evs, err := s.world.Append(ctx, runID,
+		worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
+		worlds.Event{Type: worlds.EventRunCancelled, Reason: reason})
+	if err != nil {
+		return err
+	}
+	if infos, err := s.world.ListStreams(ctx, runID); err == nil {
+		for _, st := range infos {
+			if !st.Closed {
+				_ = s.world.CloseStream(ctx, runID, st.Name)
+			}
+		}
+	}
+	run, err := s.world.GetRun(ctx, evs[0].RunID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: run.RunID}, worlds.QueueOptions{}); err != nil {
+		return fmt.Errorf("run %s cancelled but its worker was not woken: %w", run.RunID, err)
+	}
+	return nil
+}
+
+func (s *ui) rerun(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	run, err := s.cfg.World.GetRun(ctx, r.PathValue("id"))
+	run, err := s.world.GetRun(ctx, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -390,18 +485,18 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]string{"runId": id})
 }
 
-func (s *Server) resumeHook(w http.ResponseWriter, r *http.Request) {
+func (s *ui) resumeHook(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, err)
 		return
 	}
-	if len(body) > 0 && !json.Valid(body) {
-		writeError(w, http.StatusBadRequest, errors.New("payload is not valid JSON"))
+	if err := worlds.ValidateJSON("payload", body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	hook, err := s.cfg.World.GetHook(ctx, r.PathValue("id"))
+	hook, err := s.world.GetHook(ctx, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -410,7 +505,7 @@ func (s *Server) resumeHook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, fmt.Errorf("hook %s is %s: %w", hook.HookID, hook.Status, worlds.ErrHookDisposed))
 		return
 	}
-	rc, err := worlds.ResumeHook(ctx, s.cfg.World, hook.Token, body)
+	rc, err := worlds.ResumeHook(ctx, s.world, hook.Token, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -1,4 +1,4 @@
-package devui_test
+package workflowui_test
 
 import (
 	"bufio"
@@ -16,13 +16,20 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/cairn-go/cairn/internal/devui"
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/workflowui"
 	"github.com/cairn-go/cairn/worlds"
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The handler, its SSE streams, the workers and the browser driver stop with
+// their tests; idle keep-alive connections of HTTP clients are pooled, not leaked.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	)
+}
 
 // approval greets, streams a line, and waits for an approver through a hook.
 type approval struct{}
@@ -48,8 +55,9 @@ func (approval) Run(ctx workflow.Context, name string) (string, error) {
 }
 
 type env struct {
-	srv   *httptest.Server
-	world *local.World
+	srv    *httptest.Server
+	world  *local.World
+	prefix string // where the UI is mounted
 }
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
@@ -73,7 +81,8 @@ func newEnvWith(t *testing.T, wrap func(worlds.World) worlds.World) *env {
 	if wrap != nil {
 		shown = wrap(w)
 	}
-	ui, err := devui.New(devui.Config{World: shown, Client: client, PollInterval: 20 * time.Millisecond,
+	ui, err := workflowui.Handler(shown, workflowui.Options{Client: client, PollInterval: 20 * time.Millisecond, RPC: true,
+		Runners:   workflow.Use(approval{}),
 		Workflows: map[string]json.RawMessage{"devui.Approval": json.RawMessage(`"ada"`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +104,7 @@ func newEnvWith(t *testing.T, wrap func(worlds.World) worlds.World) *env {
 
 func (e *env) call(t *testing.T, method, path, body string, wantStatus int, out any) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, e.srv.URL+e.prefix+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +133,7 @@ type runView struct {
 	Hooks    []worlds.Hook       `json:"hooks"`
 	Streams  []worlds.StreamInfo `json:"streams"`
 	Runnable bool                `json:"runnable"`
+	Webhooks bool                `json:"webhooks"`
 	Attempts map[string][]struct {
 		Attempt int
 		Outcome string
@@ -370,11 +380,11 @@ func TestAssets(t *testing.T) {
 		t.Fatalf("workflows %+v", workflows)
 	}
 	total := 0
-	if err := fs.WalkDir(devui.Assets(), ".", func(path string, d fs.DirEntry, err error) error {
+	if err := fs.WalkDir(workflowui.Assets(), ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(devui.Assets(), path)
+		b, err := fs.ReadFile(workflowui.Assets(), path)
 		total += len(b)
 		return err
 	}); err != nil {
@@ -396,9 +406,13 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []devui.Config{{Client: client}, {World: w}, {World: w, Client: client, PollInterval: -1}} {
-		if _, err := devui.New(cfg); !errors.Is(err, worlds.ErrInvalidArgument) {
-			t.Errorf("New(%+v) = %v, want ErrInvalidArgument", cfg, err)
-		}
+	if _, err := workflowui.Handler(nil, workflowui.Options{}); !errors.Is(err, worlds.ErrInvalidArgument) {
+		t.Errorf("Handler(nil World) = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := workflowui.ClientHandler(nil, workflowui.Options{}); !errors.Is(err, worlds.ErrInvalidArgument) {
+		t.Errorf("ClientHandler(nil) = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := workflowui.ClientHandler(client, workflowui.Options{PollInterval: -1}); !errors.Is(err, worlds.ErrInvalidArgument) {
+		t.Errorf("negative PollInterval = %v, want ErrInvalidArgument", err)
 	}
 }

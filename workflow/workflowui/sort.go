@@ -1,4 +1,4 @@
-package devui
+package workflowui
 
 import (
 	"cmp"
