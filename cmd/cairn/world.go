@@ -143,11 +143,8 @@ func (f *worldFlags) openAWS(ctx context.Context, getenv func(string) string) (w
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	base := getenv("WORKFLOW_BASE_URL")
-	if base == "" {
-		base = "http://localhost/v1/workflow" // only used for webhook URLs, which inspect never builds
-	}
-	w, err := awsworld.New(awsworld.Config{BaseURL: base, TableName: table, QueueURL: queueURL, Queues: queues}, ddb, sq)
+	// BaseURL is optional: without it hooks show no webhook URL rather than a made-up one.
+	w, err := awsworld.New(awsworld.Config{BaseURL: getenv("WORKFLOW_BASE_URL"), TableName: table, QueueURL: queueURL, Queues: queues}, ddb, sq)
 	if err != nil {
 		return nil, nil, fmt.Errorf("AWS World: %w", err)
 	}
