@@ -39,6 +39,8 @@ type Consumer struct {
 	queueURL  string
 	vis       time.Duration
 	perGroup  bool
+	sched     *router.ScheduledRetryConfig
+	dlq       *router.DLQConfig
 	seq       atomic.Uint64
 	batchPool sync.Pool
 
@@ -70,7 +72,7 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 			o(&cfg)
 		}
 	}
-	mws := append(append([]middleware.Middleware(nil), cfg.global...), route.Middleware()...)
+	mws := append(append([]middleware.Middleware(nil), cfg.global...), route.Middlewares()...)
 	c := &Consumer{
 		client:   client,
 		route:    route,
@@ -79,6 +81,8 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 		name:     route.QueueName(),
 		vis:      time.Duration(route.VisibilityTimeout()) * time.Second,
 		perGroup: route.RunMode() == router.PerGroupID,
+		sched:    route.ScheduledRetry(),
+		dlq:      route.DLQ(),
 	}
 	c.batchPool.New = func() any { return &batch{items: make([]delivery, 0, route.MaxMessages())} }
 	return c, nil
@@ -92,7 +96,7 @@ func (c *Consumer) Route() *router.Route { return c.route }
 // and an error wrapping ErrQueueResolve when the queue URL cannot be found.
 // A Consumer runs at most once at a time.
 func (c *Consumer) Run(ctx context.Context) error {
-	if _, ok := c.route.ScheduledRetry(); ok && c.cfg.scheduler == nil {
+	if c.sched != nil && c.cfg.scheduler == nil {
 		return merrors.ErrNoSchedulerClient
 	}
 	if !c.running.CompareAndSwap(false, true) {
@@ -304,9 +308,8 @@ func (c *Consumer) groupKey(d *delivery) string {
 		var sb strings.Builder
 		sb.WriteString(key)
 		for _, f := range fields {
-			v, _ := d.Attribute(f)
 			sb.WriteByte(0)
-			sb.WriteString(v)
+			sb.WriteString(d.Attribute(f))
 		}
 		key = sb.String()
 	}
@@ -409,8 +412,8 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 		c.ack.delete(h, true)
 		return false, 0
 	}
-	if cfg, ok := c.route.ScheduledRetry(); ok {
-		return c.scheduledOutcome(ctx, d, err, class, delay, cfg)
+	if c.sched != nil {
+		return c.scheduledOutcome(ctx, d, err, class, delay, *c.sched)
 	}
 	level := slog.LevelWarn
 	if class == merrors.FatalClass {
@@ -420,7 +423,8 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 		slog.String("message_id", d.ID()), slog.String("class", class.String()),
 		slog.Int("receive_count", d.ReceiveCount()), slog.Any("error", err))
 
-	dlq, hasDLQ := c.route.DLQ()
+	dlq := c.dlq
+	hasDLQ := dlq != nil
 	exhausted := hasDLQ && (class == merrors.FatalClass || d.ReceiveCount() >= dlq.MaxReceiveCount)
 	if exhausted {
 		c.observeDLQ(ctx, d, dlq, err)
@@ -443,7 +447,7 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 	return true, timeout
 }
 
-func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq router.DLQ, err error) {
+func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq *router.DLQConfig, err error) {
 	c.cfg.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("route", c.name),
 		slog.String("message_id", d.ID()), slog.Int("receive_count", d.ReceiveCount()),
 		slog.Int("max_receive_count", dlq.MaxReceiveCount), slog.Any("error", err))

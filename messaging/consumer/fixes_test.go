@@ -425,7 +425,7 @@ func TestScheduledRetry(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	r := newRoute(t, "entry.fifo", func(_ context.Context, msg middleware.Message) error {
-		rc, _ := msg.Attribute(consumer.RetryCountAttribute)
+		rc := msg.Attribute(consumer.RetryCountAttribute)
 		mu.Lock()
 		order = append(order, string(msg.Body())+"#"+rc)
 		mu.Unlock()

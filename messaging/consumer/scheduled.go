@@ -42,30 +42,47 @@ type ScheduledSendMessage struct {
 // ScheduledAttributeValue is one message attribute in ScheduledSendMessage.
 type ScheduledAttributeValue struct {
 	DataType    string `json:"DataType"`
-	StringValue string `json:"StringValue"`
+	StringValue string `json:"StringValue,omitempty"`
+	BinaryValue []byte `json:"BinaryValue,omitempty"`
 }
 
-// QueueURLFromARN turns arn:aws:sqs:REGION:ACCOUNT:NAME into the queue URL.
-func QueueURLFromARN(arn string) (string, error) {
-	p := strings.Split(arn, ":")
-	if len(p) != 6 || p[0] != "arn" || p[2] != "sqs" || p[3] == "" || p[4] == "" || p[5] == "" {
-		return "", fmt.Errorf("not an SQS queue ARN: %q", arn)
+// SQS limits a scheduled retry or dead letter must fit, or SQS rejects the
+// send after the original is gone.
+const (
+	maxMessageAttributes = 10
+	maxMessageBytes      = 256 * 1024
+	maxIDLength          = 128
+)
+
+// retryMarker ends the MessageDeduplicationId of a scheduled retry, followed
+// by the retry number. It carries the retry count when the message has no
+// room for the retry_count attribute (SQS allows 10 attributes).
+const retryMarker = "~retry-"
+
+// errRetryDoesNotFit reports a retry SQS would reject once the schedule fires.
+var errRetryDoesNotFit = errors.New("scheduled retry would exceed the SQS message limits")
+
+// retryCount is the number of scheduled retries already made: the retry_count
+// attribute, or else the count carried in the deduplication ID.
+func retryCount(d *delivery) int {
+	if v, ok := d.attr(RetryCountAttribute); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+		return 0
 	}
-	host := "sqs." + p[3] + ".amazonaws.com"
-	if p[1] == "aws-cn" {
-		host += ".cn"
+	dedup := d.SystemAttributeByKey(string(types.MessageSystemAttributeNameMessageDeduplicationId))
+	if i := strings.LastIndex(dedup, retryMarker); i >= 0 {
+		if n, err := strconv.Atoi(dedup[i+len(retryMarker):]); err == nil && n > 0 {
+			return n
+		}
 	}
-	return "https://" + host + "/" + p[4] + "/" + p[5], nil
+	return 0
 }
 
 func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error, class merrors.Class,
-	delay time.Duration, cfg router.ScheduledRetry) (bool, int32) {
-	current := 0
-	if v, ok := d.Attribute(RetryCountAttribute); ok {
-		if n, perr := strconv.Atoi(v); perr == nil && n > 0 {
-			current = n
-		}
-	}
+	delay time.Duration, cfg router.ScheduledRetryConfig) (bool, int32) {
+	current := retryCount(d)
 	next := current + 1
 	log := c.cfg.log.With(slog.String("route", c.name), slog.String("message_id", d.ID()),
 		slog.Int("retry_count", current), slog.Any("error", err))
@@ -81,10 +98,19 @@ func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error,
 		}
 	} else {
 		if class != merrors.BackoffRequested {
-			delay = cfg.Delay(next)
+			delay = router.ExpBackoff(cfg.BaseBackoff, cfg.MaxBackoff, next)
 		}
 		delay = min(max(delay, time.Millisecond), 24*time.Hour)
-		if serr := c.schedule(ctx, d, cfg, next, delay); serr != nil {
+		in, rerr := retryMessage(d, cfg, next)
+		if rerr != nil {
+			// The retry cannot be carried: keep the original and retry it
+			// in place after the backoff, as the Visibility model would.
+			timeout := c.capVisibility(d, delay)
+			log.Error("retry does not fit SQS limits; retrying in place", slog.Any("schedule_error", rerr))
+			c.finishVisibility(d, timeout)
+			return true, timeout
+		}
+		if serr := c.schedule(ctx, d, cfg, in, next, delay); serr != nil {
 			log.Error("retry schedule failed; message left in queue", slog.Any("schedule_error", serr))
 			c.finish(d)
 			return true, -1
@@ -101,24 +127,58 @@ func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error,
 	return false, 0
 }
 
-func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.ScheduledRetry, next int, delay time.Duration) error {
-	url, err := QueueURLFromARN(cfg.TargetQueueARN)
+// retryMessage builds the SendMessage a retry schedule makes. It returns
+// errRetryDoesNotFit when SQS would reject it: the original is only deleted
+// once its retry is known to be deliverable.
+func retryMessage(d *delivery, cfg router.ScheduledRetryConfig, next int) (ScheduledSendMessage, error) {
+	url, err := router.QueueURLFromARN(cfg.TargetQueueARN)
 	if err != nil {
-		return err
+		return ScheduledSendMessage{}, err
 	}
+	fifo := strings.HasSuffix(cfg.TargetQueueARN, ".fifo")
 	in := ScheduledSendMessage{
-		QueueUrl:               url,
-		MessageBody:            aws.ToString(d.msg.Body),
-		MessageGroupId:         d.GroupID(),
-		MessageDeduplicationId: dedupID(d.ID(), "r"+strconv.Itoa(next)),
-		MessageAttributes:      map[string]ScheduledAttributeValue{},
+		QueueUrl:          url,
+		MessageBody:       aws.ToString(d.msg.Body),
+		MessageAttributes: make(map[string]ScheduledAttributeValue, len(d.msg.MessageAttributes)+1),
 	}
-	for k, v := range d.msg.MessageAttributes {
-		if v.StringValue != nil && k != RetryCountAttribute {
-			in.MessageAttributes[k] = ScheduledAttributeValue{DataType: aws.ToString(v.DataType), StringValue: *v.StringValue}
+	if fifo {
+		in.MessageGroupId = d.GroupID()
+		if in.MessageGroupId == "" {
+			in.MessageGroupId = d.ID()
 		}
+		in.MessageDeduplicationId = dedupID(d.ID(), retryMarker+strconv.Itoa(next))
 	}
-	in.MessageAttributes[RetryCountAttribute] = ScheduledAttributeValue{DataType: "Number", StringValue: strconv.Itoa(next)}
+	size := len(in.MessageBody)
+	for k, v := range d.msg.MessageAttributes {
+		if k == RetryCountAttribute {
+			continue
+		}
+		in.MessageAttributes[k] = ScheduledAttributeValue{DataType: aws.ToString(v.DataType),
+			StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+		size += attrSize(k, v)
+	}
+	count := types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(next))}
+	if len(in.MessageAttributes) < maxMessageAttributes && size+attrSize(RetryCountAttribute, count) <= maxMessageBytes {
+		in.MessageAttributes[RetryCountAttribute] = ScheduledAttributeValue{DataType: "Number", StringValue: strconv.Itoa(next)}
+		return in, nil
+	}
+	// No room for retry_count: a FIFO retry carries the count in its
+	// deduplication ID; a standard queue has nowhere to carry it.
+	if !fifo {
+		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes and %d bytes leave no room for %s on a standard queue",
+			errRetryDoesNotFit, len(in.MessageAttributes), size, RetryCountAttribute)
+	}
+	if len(in.MessageAttributes) > maxMessageAttributes || size > maxMessageBytes {
+		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes, %d bytes", errRetryDoesNotFit, len(in.MessageAttributes), size)
+	}
+	return in, nil
+}
+
+func attrSize(name string, v types.MessageAttributeValue) int {
+	return len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+}
+
+func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.ScheduledRetryConfig, in ScheduledSendMessage, next int, delay time.Duration) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -145,12 +205,24 @@ func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.Schedul
 	return err
 }
 
-func (c *Consumer) publishDLQ(ctx context.Context, d *delivery, cfg router.ScheduledRetry, retries int) error {
+// publishDLQ sends an exhausted message to the scheduled-retry DLQ with its
+// attributes and, when there is room, retry_count. SQS allows 10 attributes:
+// a message that already has 10 keeps them all and goes without retry_count
+// rather than being rejected.
+func (c *Consumer) publishDLQ(ctx context.Context, d *delivery, cfg router.ScheduledRetryConfig, retries int) error {
 	attrs := make(map[string]types.MessageAttributeValue, len(d.msg.MessageAttributes)+1)
+	size := len(aws.ToString(d.msg.Body))
 	for k, v := range d.msg.MessageAttributes {
+		if k == RetryCountAttribute {
+			continue
+		}
 		attrs[k] = v
+		size += attrSize(k, v)
 	}
-	attrs[RetryCountAttribute] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(retries))}
+	count := types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(retries))}
+	if len(attrs) < maxMessageAttributes && size+attrSize(RetryCountAttribute, count) <= maxMessageBytes {
+		attrs[RetryCountAttribute] = count
+	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(cfg.DLQQueueURL),
 		MessageBody:       d.msg.Body,
@@ -162,14 +234,14 @@ func (c *Consumer) publishDLQ(ctx context.Context, d *delivery, cfg router.Sched
 			g = d.ID()
 		}
 		in.MessageGroupId = aws.String(g)
-		in.MessageDeduplicationId = aws.String(dedupID(d.ID(), "dlq"))
+		in.MessageDeduplicationId = aws.String(dedupID(d.ID(), "~dlq"))
 	}
 	_, err := c.client.SendMessage(ctx, in)
 	return err
 }
 
 func dedupID(id, suffix string) string {
-	s := sanitize(id) + "-" + suffix
+	s := sanitize(id) + suffix
 	if len(s) > 128 {
 		s = s[len(s)-128:]
 	}

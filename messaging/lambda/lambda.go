@@ -6,6 +6,7 @@ package lambda
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func New(routes []*router.Route, opts ...Option) (*Handler, error) {
 		if _, dup := h.routes[name]; dup {
 			return nil, merrors.Wrap(merrors.ErrInvalidOption, errString("two routes for queue "+name))
 		}
-		mws := append(append([]middleware.Middleware(nil), cfg.global...), r.Middleware()...)
+		mws := append(append([]middleware.Middleware(nil), cfg.global...), r.Middlewares()...)
 		h.routes[name] = &entry{route: r, handler: middleware.Chain(mws...)(r.Handler())}
 	}
 	return h, nil
@@ -173,7 +174,7 @@ func (h *Handler) run(ctx context.Context, e *entry, queue string, r *events.SQS
 	class, _ := merrors.Classify(err)
 	h.log.LogAttrs(ctx, slog.LevelWarn, "message failed", slog.String("queue", queue),
 		slog.String("message_id", r.MessageId), slog.String("class", class.String()), slog.Any("error", err))
-	if dlq, ok := e.route.DLQ(); ok && (class == merrors.FatalClass || m.ReceiveCount() >= dlq.MaxReceiveCount) {
+	if dlq := e.route.DLQ(); dlq != nil && (class == merrors.FatalClass || m.ReceiveCount() >= dlq.MaxReceiveCount) {
 		h.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("queue", queue),
 			slog.String("message_id", r.MessageId), slog.Int("receive_count", m.ReceiveCount()))
 		if h.dlqMetric != nil {
@@ -190,19 +191,49 @@ type message struct {
 	rec        *events.SQSMessage
 	queue      string
 	backoffSet bool
+	envOnce    sync.Once
+	env        *middleware.SNSEnvelope
 }
 
-func (m *message) ID() string   { return m.rec.MessageId }
-func (m *message) Body() []byte { return []byte(m.rec.Body) }
-func (m *message) Attribute(name string) (string, bool) {
-	v, ok := m.rec.MessageAttributes[name]
-	if !ok || v.StringValue == nil {
-		return "", false
-	}
-	return *v.StringValue, true
+func (m *message) ID() string                  { return m.rec.MessageId }
+func (m *message) Body() []byte                { return []byte(m.rec.Body) }
+func (m *message) Decode(out any) error        { return json.Unmarshal(m.Body(), out) }
+func (m *message) DecodeMessage(out any) error { return json.Unmarshal([]byte(m.Message()), out) }
+func (m *message) Identifier() string          { return m.rec.ReceiptHandle }
+
+func (m *message) envelope() *middleware.SNSEnvelope {
+	m.envOnce.Do(func() {
+		if env, ok := middleware.ParseSNSEnvelope([]byte(m.rec.Body)); ok {
+			m.env = &env
+		}
+	})
+	return m.env
 }
+
+func (m *message) Message() string {
+	if env := m.envelope(); env != nil {
+		return env.Message
+	}
+	return m.rec.Body
+}
+
+func (m *message) Attribute(name string) string {
+	if v, ok := m.rec.MessageAttributes[name]; ok && v.StringValue != nil {
+		return *v.StringValue
+	}
+	if env := m.envelope(); env != nil {
+		return env.MessageAttributes[name].Value
+	}
+	return ""
+}
+
 func (m *message) Attributes() map[string]string {
 	out := make(map[string]string, len(m.rec.MessageAttributes))
+	if env := m.envelope(); env != nil {
+		for k, v := range env.MessageAttributes {
+			out[k] = v.Value
+		}
+	}
 	for k, v := range m.rec.MessageAttributes {
 		if v.StringValue != nil {
 			out[k] = *v.StringValue
@@ -210,8 +241,31 @@ func (m *message) Attributes() map[string]string {
 	}
 	return out
 }
-func (m *message) SystemAttribute(name string) string { return m.rec.Attributes[name] }
-func (m *message) GroupID() string                    { return m.rec.Attributes["MessageGroupId"] }
+
+func (m *message) Metadata() map[string]string { return m.Attributes() }
+
+func (m *message) SystemAttributeByKey(name string) string { return m.rec.Attributes[name] }
+
+func (m *message) SystemAttributes() map[string]string {
+	out := make(map[string]string, len(m.rec.Attributes))
+	for k, v := range m.rec.Attributes {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *message) TimeStamp() time.Time {
+	if env := m.envelope(); env != nil && !env.Timestamp.IsZero() {
+		return env.Timestamp
+	}
+	ms, err := strconv.ParseInt(m.rec.Attributes["SentTimestamp"], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+func (m *message) GroupID() string { return m.rec.Attributes["MessageGroupId"] }
 func (m *message) ReceiveCount() int {
 	n, err := strconv.Atoi(m.rec.Attributes["ApproximateReceiveCount"])
 	if err != nil || n < 1 {

@@ -26,7 +26,7 @@ func TestDefaults(t *testing.T) {
 		r.RetryModel() != router.VisibilityRetryModel || r.Pollers() != 1 {
 		t.Fatalf("unexpected defaults: %+v", r)
 	}
-	if _, ok := r.DLQ(); ok {
+	if r.DLQ() != nil || r.ScheduledRetry() != nil {
 		t.Fatal("DLQ enabled by default")
 	}
 }
@@ -109,9 +109,10 @@ func TestScheduledRetryDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, ok := r.ScheduledRetry()
-	if !ok || cfg.BaseDelay != time.Second || cfg.MaxRetryCount != 5 || r.RetryModel() != router.ScheduledRetryModel {
-		t.Fatalf("cfg %+v ok %v", cfg, ok)
+	cfg := r.ScheduledRetry()
+	if cfg == nil || cfg.BaseBackoff != time.Second || cfg.MaxBackoff != router.DefaultScheduledMaxDelay ||
+		cfg.MaxRetryCount != 5 || r.RetryModel() != router.ScheduledRetryModel {
+		t.Fatalf("cfg %+v", cfg)
 	}
 }
 
