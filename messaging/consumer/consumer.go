@@ -50,6 +50,48 @@ type Consumer struct {
 
 	slots *semaphore
 	ack   *acker
+	fatal fatalSet
+}
+
+// fatalSet remembers, per process and bounded, the messages whose handler
+// failed fatally on a WithDLQ route, so their redeliveries on the way to the
+// redrive do not run the handler again.
+type fatalSet struct {
+	mu    sync.Mutex
+	errs  map[string]error
+	order []string // insertion order, for eviction
+}
+
+const fatalSetSize = 4096
+
+func (f *fatalSet) put(id string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.errs == nil {
+		f.errs = make(map[string]error)
+	}
+	if _, ok := f.errs[id]; ok {
+		return
+	}
+	if len(f.order) >= fatalSetSize {
+		delete(f.errs, f.order[0])
+		f.order = f.order[1:]
+	}
+	f.errs[id] = err
+	f.order = append(f.order, id)
+}
+
+func (f *fatalSet) get(id string) (error, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err, ok := f.errs[id]
+	return err, ok
+}
+
+func (f *fatalSet) forget(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.errs, id) // the order entry ages out on its own
 }
 
 // New builds a Consumer for route. It returns ErrNoSQSClient or ErrNoRoute;
@@ -371,6 +413,18 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 			continue
 		}
 		key := d.groupKey // d is recycled once outcome finishes it
+		if c.dlq != nil {
+			if ferr, dead := c.fatal.get(d.ID()); dead {
+				// Already failed fatally: SQS redrives it once its receive
+				// count passes maxReceiveCount, so hand it straight back
+				// without running the handler again.
+				c.releaseDead(ctx, d, ferr)
+				if blocked != nil {
+					blocked[key] = blockMark{seq: c.seq.Load(), timeout: 0}
+				}
+				continue
+			}
+		}
 		err := c.handler(ctx, d)
 		if d.backoffSet {
 			if cl, _ := merrors.Classify(err); cl != merrors.FatalClass {
@@ -425,14 +479,15 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 
 	dlq := c.dlq
 	hasDLQ := dlq != nil
-	exhausted := hasDLQ && (class == merrors.FatalClass || d.ReceiveCount() >= dlq.MaxReceiveCount)
-	if exhausted {
+	if class == merrors.FatalClass && hasDLQ {
+		c.fatal.put(d.ID(), err)
+		c.releaseDead(ctx, d, err)
+		return true, 0
+	}
+	if hasDLQ && d.ReceiveCount() >= dlq.MaxReceiveCount {
 		c.observeDLQ(ctx, d, dlq, err)
 	}
 	switch {
-	case class == merrors.FatalClass && hasDLQ:
-		// Release at once so the redrive policy moves it without waiting.
-		timeout = 0
 	case class == merrors.BackoffRequested:
 		timeout = c.capVisibility(d, delay)
 	default:
@@ -445,6 +500,19 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 	}
 	c.finishVisibility(d, timeout)
 	return true, timeout
+}
+
+// releaseDead hands a fatally failed message back at once (visibility 0) so
+// the redrive policy moves it without waiting, and reports it to the DLQ
+// observer exactly once: on the receive that reaches maxReceiveCount, the
+// last one before SQS moves it. Every receive counts, whichever consumer
+// makes it, so the observer fires once per message, not once per receive.
+func (c *Consumer) releaseDead(ctx context.Context, d *delivery, err error) {
+	if d.ReceiveCount() >= c.dlq.MaxReceiveCount {
+		c.observeDLQ(ctx, d, c.dlq, err)
+		c.fatal.forget(d.ID())
+	}
+	c.finishVisibility(d, 0)
 }
 
 func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq *router.DLQConfig, err error) {
