@@ -121,7 +121,11 @@ func (a *acker) loop(ctx context.Context) {
 			a.heartbeat(ctx)
 		case <-a.done:
 			timer.Stop()
-			fctx, cancel := context.WithTimeout(ctx, finalFlushTimeout)
+			limit := finalFlushTimeout
+			if st := a.c.cfg.shutdownTimeout; st > 0 {
+				limit = min(limit, st)
+			}
+			fctx, cancel := context.WithTimeout(ctx, limit)
 			a.flush(fctx, true, true)
 			a.inflight.Wait()
 			cancel()

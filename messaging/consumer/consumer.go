@@ -35,6 +35,9 @@ type Consumer struct {
 	handler middleware.Handler
 	name    string
 	running atomic.Bool
+	// abandoned is set when the shutdown timeout cut the drain: handlers
+	// still running then must not acknowledge anything.
+	abandoned atomic.Bool
 
 	queueURL  string
 	vis       time.Duration
@@ -144,7 +147,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("consumer %s: already running", c.name)
 	}
-	defer c.running.Store(false)
+	c.abandoned.Store(false)
+	stuck := false
+	defer func() {
+		if !stuck {
+			c.running.Store(false)
+		}
+	}()
 	if err := c.resolve(ctx); err != nil {
 		return err
 	}
@@ -198,9 +207,30 @@ func (c *Consumer) Run(ctx context.Context) error {
 		case <-drained:
 			t.Stop()
 		case <-t.C:
+			// The bound holds even for handlers that ignore cancellation:
+			// cancel them, give them half the timeout again, then return
+			// without them. Whatever they finish afterwards is not
+			// acknowledged, so SQS redelivers it once its visibility lapses;
+			// nothing unfinished is ever deleted.
 			c.cfg.log.Warn("shutdown timeout elapsed; canceling handlers", slog.String("route", c.name))
 			hardCancel()
-			<-drained
+			// Release what no worker started, even if every worker is stuck.
+			for _, q := range queues {
+				for d := range q {
+					c.finishVisibility(d, 0)
+				}
+			}
+			grace := time.NewTimer(c.cfg.shutdownTimeout / 2)
+			select {
+			case <-drained:
+				grace.Stop()
+			case <-grace.C:
+				c.abandoned.Store(true)
+				c.cfg.log.Warn("handlers ignore cancellation; returning without them", slog.String("route", c.name))
+				// Run again only once the abandoned handlers have returned.
+				stuck = true
+				go func() { <-drained; c.running.Store(false) }()
+			}
 		}
 	} else {
 		<-drained
@@ -459,6 +489,12 @@ func (c *Consumer) capVisibility(d *delivery, want time.Duration) int32 {
 // outcome acts on a handler result. It reports whether the message stays in
 // the queue and, if so, the visibility it was given (-1 when unchanged).
 func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bool, timeout int32) {
+	if c.abandoned.Load() {
+		c.cfg.log.Warn("handler returned after the shutdown timeout; message left for redelivery",
+			slog.String("route", c.name), slog.String("message_id", d.ID()), slog.Any("error", err))
+		c.finish(d)
+		return true, -1
+	}
 	class, delay := merrors.Classify(err)
 	if class == merrors.Success {
 		h := d.msg.ReceiptHandle

@@ -148,8 +148,12 @@ func WithAckFlushInterval(d time.Duration) Option {
 
 // WithShutdownTimeout bounds how long Run waits, after its context is
 // canceled, for received messages to finish (default: unbounded). When it
-// elapses, handler contexts are canceled and unstarted messages are released.
-// Non-positive values are ignored.
+// elapses, handler contexts are canceled, unstarted messages are released,
+// and after half of d again Run returns without waiting for handlers that
+// ignore cancellation; what they finish later is not acknowledged and SQS
+// redelivers it. The final flush of acknowledgements gets at most d, so Run
+// returns within 2.5×d of the cancellation. A consumer whose handlers are still running
+// cannot be Run again until they return. Non-positive values are ignored.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
