@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 const (
@@ -227,7 +229,7 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
 		for i, e := range del {
 			entries[i] = types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle}
 		}
-		out, err := a.c.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
+		out, err := a.deleteBatch(ctx, &sqs.DeleteMessageBatchInput{
 			QueueUrl: &a.c.queueURL, Entries: entries,
 		})
 		if err != nil {
@@ -270,7 +272,7 @@ func (a *acker) sendVisibility(ctx context.Context, vis []visEntry) {
 			Id: entryIDs[i], ReceiptHandle: e.handle, VisibilityTimeout: e.timeout,
 		}
 	}
-	out, err := a.c.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
+	out, err := a.visibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
 		QueueUrl: &a.c.queueURL, Entries: entries,
 	})
 	if err != nil {
@@ -322,4 +324,51 @@ func (a *acker) heartbeat(ctx context.Context) {
 		a.sendVisibility(ctx, due[:k])
 		due = due[k:]
 	}
+}
+
+// deleteBatch sends one DeleteMessageBatch, or, for a client without it, one
+// DeleteMessage per entry with the failures reported the batch way.
+func (a *acker) deleteBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
+	if b, ok := a.c.client.(BatchDeleteClient); ok {
+		return b.DeleteMessageBatch(ctx, in)
+	}
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if _, err := a.c.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: in.QueueUrl, ReceiptHandle: e.ReceiptHandle}); err != nil {
+			out.Failed = append(out.Failed, failure(e.Id, err))
+			continue
+		}
+		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// visibilityBatch is deleteBatch for visibility changes.
+func (a *acker) visibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	if b, ok := a.c.client.(BatchVisibilityClient); ok {
+		return b.ChangeMessageVisibilityBatch(ctx, in)
+	}
+	out := &sqs.ChangeMessageVisibilityBatchOutput{}
+	for _, e := range in.Entries {
+		if _, err := a.c.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: in.QueueUrl, ReceiptHandle: e.ReceiptHandle, VisibilityTimeout: e.VisibilityTimeout,
+		}); err != nil {
+			out.Failed = append(out.Failed, failure(e.Id, err))
+			continue
+		}
+		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// failure reports a single call's error as a batch entry failure; only an
+// API error the client caused (an invalid receipt handle) is a sender fault,
+// so throttles and network errors are sent again.
+func failure(id *string, err error) types.BatchResultErrorEntry {
+	code, sender := "Error", false
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code, sender = api.ErrorCode(), api.ErrorFault() == smithy.FaultClient
+	}
+	return types.BatchResultErrorEntry{Id: id, Code: aws.String(code), Message: aws.String(err.Error()), SenderFault: sender}
 }

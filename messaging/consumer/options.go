@@ -11,14 +11,37 @@ import (
 	"github.com/cairn-go/cairn/messaging/middleware"
 )
 
-// SQSClient is the part of *sqs.Client the consumer uses.
+// SQSClient is the part of *sqs.Client the consumer needs, the same five
+// methods as loafer-awsx's consumer.SQSClient, so custom client wrappers
+// keep working. A client that also implements BatchDeleteClient and
+// BatchVisibilityClient (as *sqs.Client does) gets batched acknowledgement,
+// up to 10 messages per call; otherwise each message is acknowledged with
+// its own call.
 type SQSClient interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
+
+// BatchDeleteClient is implemented by SQS clients with DeleteMessageBatch.
+type BatchDeleteClient interface {
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+// BatchVisibilityClient is implemented by SQS clients with
+// ChangeMessageVisibilityBatch.
+type BatchVisibilityClient interface {
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+var (
+	_ SQSClient             = (*sqs.Client)(nil)
+	_ BatchDeleteClient     = (*sqs.Client)(nil)
+	_ BatchVisibilityClient = (*sqs.Client)(nil)
+	_ SchedulerClient       = (*scheduler.Client)(nil)
+)
 
 // SchedulerClient is the part of *scheduler.Client the Scheduled Retry model
 // uses.
