@@ -43,6 +43,7 @@ type Consumer struct {
 	vis       time.Duration
 	perGroup  bool
 	sched     *router.ScheduledRetryConfig
+	retrier   *Retrier
 	dlq       *router.DLQConfig
 	seq       atomic.Uint64
 	batchPool sync.Pool
@@ -128,6 +129,9 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 		perGroup: route.RunMode() == router.PerGroupID,
 		sched:    route.ScheduledRetry(),
 		dlq:      route.DLQ(),
+	}
+	if c.sched != nil {
+		c.retrier = &Retrier{Config: *c.sched, Scheduler: cfg.scheduler, SQS: client, Now: cfg.clock.Now}
 	}
 	c.batchPool.New = func() any { return &batch{items: make([]delivery, 0, route.MaxMessages())} }
 	return c, nil
@@ -503,7 +507,7 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 		return false, 0
 	}
 	if c.sched != nil {
-		return c.scheduledOutcome(ctx, d, err, class, delay, *c.sched)
+		return c.scheduledOutcome(ctx, d, err, class, delay)
 	}
 	level := slog.LevelWarn
 	if class == merrors.FatalClass {

@@ -62,16 +62,98 @@ const retryMarker = "~retry-"
 // errRetryDoesNotFit reports a retry SQS would reject once the schedule fires.
 var errRetryDoesNotFit = errors.New("scheduled retry would exceed the SQS message limits")
 
+// Sender is the SQS call the Scheduled Retry model makes to dead-letter a
+// message.
+type Sender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Decision is what the Scheduled Retry model did with a failed message.
+type Decision int
+
+const (
+	// Keep: the retry or dead letter could not be created; the message must
+	// stay in the queue (its visibility lapses, or InPlace applies).
+	Keep Decision = iota
+	// Retried: a retry schedule exists; delete the original.
+	Retried
+	// DeadLettered: the message is in the DLQ; delete the original.
+	DeadLettered
+	// InPlace: the retry would not fit the SQS limits; keep the original and
+	// retry it in place after Outcome.Delay.
+	InPlace
+)
+
+// Outcome is the result of Retrier.Fail.
+type Outcome struct {
+	Decision Decision
+	// Delay is the backoff before the retry (Retried, InPlace).
+	Delay time.Duration
+	// RetryCount is the number of scheduled retries made before this one.
+	RetryCount int
+	// Err is why a retry or dead letter was not made (Keep, InPlace).
+	Err error
+}
+
+// Retrier carries out the Scheduled Retry model for one failed message: it
+// creates the retry schedule or sends the message to the DLQ, and reports
+// whether the original may be deleted. The consumer and the lambda adapter
+// share it.
+type Retrier struct {
+	Config    router.ScheduledRetryConfig
+	Scheduler SchedulerClient
+	SQS       Sender
+	// Now is the clock of the schedule fire times (default time.Now).
+	Now func() time.Time
+}
+
+// Fail handles msg whose handler failed with err, classified as class with
+// a requested delay (BackoffRequested).
+func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Class, delay time.Duration) Outcome {
+	current := retryCount(msg)
+	next := current + 1
+	if class == merrors.FatalClass || next > r.Config.MaxRetryCount {
+		if err := publishDLQ(ctx, r.SQS, msg, r.Config, current); err != nil {
+			return Outcome{Decision: Keep, RetryCount: current, Err: fmt.Errorf("dead-letter publish: %w", err)}
+		}
+		return Outcome{Decision: DeadLettered, RetryCount: current}
+	}
+	if class != merrors.BackoffRequested {
+		delay = router.ExpBackoff(r.Config.BaseBackoff, r.Config.MaxBackoff, next)
+	}
+	delay = min(max(delay, time.Millisecond), 24*time.Hour)
+	in, err := retryMessage(msg, r.Config, next)
+	if err != nil {
+		return Outcome{Decision: InPlace, Delay: delay, RetryCount: current, Err: err}
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if err := schedule(ctx, r.Scheduler, msg, r.Config, in, next, now().Add(delay)); err != nil {
+		return Outcome{Decision: Keep, Delay: delay, RetryCount: current, Err: fmt.Errorf("create schedule: %w", err)}
+	}
+	return Outcome{Decision: Retried, Delay: delay, RetryCount: current}
+}
+
+func stringAttr(msg *types.Message, name string) (string, bool) {
+	v, ok := msg.MessageAttributes[name]
+	if !ok || v.StringValue == nil {
+		return "", false
+	}
+	return *v.StringValue, true
+}
+
 // retryCount is the number of scheduled retries already made: the retry_count
 // attribute, or else the count carried in the deduplication ID.
-func retryCount(d *delivery) int {
-	if v, ok := d.attr(RetryCountAttribute); ok {
+func retryCount(msg *types.Message) int {
+	if v, ok := stringAttr(msg, RetryCountAttribute); ok {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			return n
 		}
 		return 0
 	}
-	dedup := d.SystemAttributeByKey(string(types.MessageSystemAttributeNameMessageDeduplicationId))
+	dedup := msg.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
 	if i := strings.LastIndex(dedup, retryMarker); i >= 0 {
 		if n, err := strconv.Atoi(dedup[i+len(retryMarker):]); err == nil && n > 0 {
 			return n
@@ -81,41 +163,29 @@ func retryCount(d *delivery) int {
 }
 
 func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error, class merrors.Class,
-	delay time.Duration, cfg router.ScheduledRetryConfig) (bool, int32) {
-	current := retryCount(d)
-	next := current + 1
+	delay time.Duration) (bool, int32) {
+	out := c.retrier.Fail(ctx, &d.msg, class, delay)
 	log := c.cfg.log.With(slog.String("route", c.name), slog.String("message_id", d.ID()),
-		slog.Int("retry_count", current), slog.Any("error", err))
-	if class == merrors.FatalClass || next > cfg.MaxRetryCount {
-		if perr := c.publishDLQ(ctx, d, cfg, current); perr != nil {
-			log.Error("dead-letter publish failed; message left in queue", slog.Any("publish_error", perr))
-			c.finish(d)
-			return true, -1
-		}
+		slog.Int("retry_count", out.RetryCount), slog.Any("error", err))
+	switch out.Decision {
+	case Keep:
+		log.Error("scheduled retry failed; message left in queue", slog.Any("retry_error", out.Err))
+		c.finish(d)
+		return true, -1
+	case InPlace:
+		// The retry cannot be carried: keep the original and retry it in
+		// place after the backoff, as the Visibility model would.
+		timeout := c.capVisibility(d, out.Delay)
+		log.Error("retry does not fit SQS limits; retrying in place", slog.Any("retry_error", out.Err))
+		c.finishVisibility(d, timeout)
+		return true, timeout
+	case DeadLettered:
 		log.Error("message dead-lettered")
 		if c.cfg.deadMetric != nil {
 			c.cfg.deadMetric(c.name)
 		}
-	} else {
-		if class != merrors.BackoffRequested {
-			delay = router.ExpBackoff(cfg.BaseBackoff, cfg.MaxBackoff, next)
-		}
-		delay = min(max(delay, time.Millisecond), 24*time.Hour)
-		in, rerr := retryMessage(d, cfg, next)
-		if rerr != nil {
-			// The retry cannot be carried: keep the original and retry it
-			// in place after the backoff, as the Visibility model would.
-			timeout := c.capVisibility(d, delay)
-			log.Error("retry does not fit SQS limits; retrying in place", slog.Any("schedule_error", rerr))
-			c.finishVisibility(d, timeout)
-			return true, timeout
-		}
-		if serr := c.schedule(ctx, d, cfg, in, next, delay); serr != nil {
-			log.Error("retry schedule failed; message left in queue", slog.Any("schedule_error", serr))
-			c.finish(d)
-			return true, -1
-		}
-		log.Warn("retry scheduled", slog.Duration("delay", delay))
+	case Retried:
+		log.Warn("retry scheduled", slog.Duration("delay", out.Delay))
 		if c.cfg.retryMetric != nil {
 			c.cfg.retryMetric(c.name)
 		}
@@ -130,7 +200,7 @@ func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error,
 // retryMessage builds the SendMessage a retry schedule makes. It returns
 // errRetryDoesNotFit when SQS would reject it: the original is only deleted
 // once its retry is known to be deliverable.
-func retryMessage(d *delivery, cfg router.ScheduledRetryConfig, next int) (ScheduledSendMessage, error) {
+func retryMessage(msg *types.Message, cfg router.ScheduledRetryConfig, next int) (ScheduledSendMessage, error) {
 	url, err := router.QueueURLFromARN(cfg.TargetQueueARN)
 	if err != nil {
 		return ScheduledSendMessage{}, err
@@ -138,18 +208,19 @@ func retryMessage(d *delivery, cfg router.ScheduledRetryConfig, next int) (Sched
 	fifo := strings.HasSuffix(cfg.TargetQueueARN, ".fifo")
 	in := ScheduledSendMessage{
 		QueueUrl:          url,
-		MessageBody:       aws.ToString(d.msg.Body),
-		MessageAttributes: make(map[string]ScheduledAttributeValue, len(d.msg.MessageAttributes)+1),
+		MessageBody:       aws.ToString(msg.Body),
+		MessageAttributes: make(map[string]ScheduledAttributeValue, len(msg.MessageAttributes)+1),
 	}
+	id := aws.ToString(msg.MessageId)
 	if fifo {
-		in.MessageGroupId = d.GroupID()
+		in.MessageGroupId = msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if in.MessageGroupId == "" {
-			in.MessageGroupId = d.ID()
+			in.MessageGroupId = id
 		}
-		in.MessageDeduplicationId = dedupID(d.ID(), retryMarker+strconv.Itoa(next))
+		in.MessageDeduplicationId = dedupID(id, retryMarker+strconv.Itoa(next))
 	}
 	size := len(in.MessageBody)
-	for k, v := range d.msg.MessageAttributes {
+	for k, v := range msg.MessageAttributes {
 		if k == RetryCountAttribute {
 			continue
 		}
@@ -178,15 +249,16 @@ func attrSize(name string, v types.MessageAttributeValue) int {
 	return len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 }
 
-func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.ScheduledRetryConfig, in ScheduledSendMessage, next int, delay time.Duration) error {
+func schedule(ctx context.Context, client SchedulerClient, msg *types.Message, cfg router.ScheduledRetryConfig,
+	in ScheduledSendMessage, next int, fireAt time.Time) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
 	// Schedules fire at second granularity: round up so the delay holds.
-	at := c.cfg.clock.Now().Add(delay).UTC().Add(time.Second - 1).Truncate(time.Second)
-	_, err = c.cfg.scheduler.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
-		Name:                       aws.String(scheduleName(d.ID(), next)),
+	at := fireAt.UTC().Add(time.Second - 1).Truncate(time.Second)
+	_, err = client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
+		Name:                       aws.String(scheduleName(aws.ToString(msg.MessageId), next)),
 		ScheduleExpression:         aws.String("at(" + at.Format("2006-01-02T15:04:05") + ")"),
 		ScheduleExpressionTimezone: aws.String("UTC"),
 		FlexibleTimeWindow:         &stypes.FlexibleTimeWindow{Mode: stypes.FlexibleTimeWindowModeOff},
@@ -209,10 +281,10 @@ func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.Schedul
 // attributes and, when there is room, retry_count. SQS allows 10 attributes:
 // a message that already has 10 keeps them all and goes without retry_count
 // rather than being rejected.
-func (c *Consumer) publishDLQ(ctx context.Context, d *delivery, cfg router.ScheduledRetryConfig, retries int) error {
-	attrs := make(map[string]types.MessageAttributeValue, len(d.msg.MessageAttributes)+1)
-	size := len(aws.ToString(d.msg.Body))
-	for k, v := range d.msg.MessageAttributes {
+func publishDLQ(ctx context.Context, client Sender, msg *types.Message, cfg router.ScheduledRetryConfig, retries int) error {
+	attrs := make(map[string]types.MessageAttributeValue, len(msg.MessageAttributes)+1)
+	size := len(aws.ToString(msg.Body))
+	for k, v := range msg.MessageAttributes {
 		if k == RetryCountAttribute {
 			continue
 		}
@@ -225,18 +297,19 @@ func (c *Consumer) publishDLQ(ctx context.Context, d *delivery, cfg router.Sched
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(cfg.DLQQueueURL),
-		MessageBody:       d.msg.Body,
+		MessageBody:       msg.Body,
 		MessageAttributes: attrs,
 	}
 	if strings.HasSuffix(cfg.DLQQueueURL, ".fifo") {
-		g := d.GroupID()
+		id := aws.ToString(msg.MessageId)
+		g := msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if g == "" {
-			g = d.ID()
+			g = id
 		}
 		in.MessageGroupId = aws.String(g)
-		in.MessageDeduplicationId = aws.String(dedupID(d.ID(), "~dlq"))
+		in.MessageDeduplicationId = aws.String(dedupID(id, "~dlq"))
 	}
-	_, err := c.client.SendMessage(ctx, in)
+	_, err := client.SendMessage(ctx, in)
 	return err
 }
 
