@@ -30,8 +30,8 @@ func benchmarkCairn(b *testing.B, fifo bool) {
 	b.ReportMetric(float64(calls)/float64(b.N), "calls/msg")
 }
 
-func BenchmarkStandard_Cairn(b *testing.B) { benchmarkCairn(b, false) }
-func BenchmarkFIFO_Cairn(b *testing.B)     { benchmarkCairn(b, true) }
+func BenchmarkMessagingStandard_Cairn(b *testing.B) { benchmarkCairn(b, false) }
+func BenchmarkMessagingFIFO_Cairn(b *testing.B)     { benchmarkCairn(b, true) }
 
 // The loafer-go side is blocked: github.com/JustCodes/loafer-go/v2 is not
 // served by the Go module proxy (403), see doc.go.

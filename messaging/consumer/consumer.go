@@ -327,7 +327,7 @@ func (c *Consumer) track(msgs []types.Message) *batch {
 	b.extensions, b.pending = 0, len(msgs)
 	b.seq = c.seq.Add(1)
 	for i := range msgs {
-		b.items = append(b.items, delivery{msg: msgs[i], b: b, queue: c.name})
+		b.items = append(b.items, delivery{msg: &msgs[i], b: b, queue: c.name})
 		if c.perGroup {
 			b.items[i].groupKey = c.groupKey(&b.items[i])
 		}

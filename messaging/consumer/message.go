@@ -29,7 +29,7 @@ var _ Message = (*delivery)(nil)
 
 // delivery is one received message; it implements Message.
 type delivery struct {
-	msg        types.Message
+	msg        *types.Message // into the receive output, alive until the batch is done
 	b          *batch
 	queue      string
 	groupKey   string

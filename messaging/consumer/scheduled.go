@@ -164,7 +164,7 @@ func retryCount(msg *types.Message) int {
 
 func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error, class merrors.Class,
 	delay time.Duration) (bool, int32) {
-	out := c.retrier.Fail(ctx, &d.msg, class, delay)
+	out := c.retrier.Fail(ctx, d.msg, class, delay)
 	log := c.cfg.log.With(slog.String("route", c.name), slog.String("message_id", d.ID()),
 		slog.Int("retry_count", out.RetryCount), slog.Any("error", err))
 	switch out.Decision {
