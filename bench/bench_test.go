@@ -33,5 +33,5 @@ func benchmarkCairn(b *testing.B, fifo bool) {
 func BenchmarkMessagingStandard_Cairn(b *testing.B) { benchmarkCairn(b, false) }
 func BenchmarkMessagingFIFO_Cairn(b *testing.B)     { benchmarkCairn(b, true) }
 
-// The loafer-go side is blocked: github.com/JustCodes/loafer-go/v2 is not
-// served by the Go module proxy (403), see doc.go.
+// The loafer-awsx and loafer-go sides are blocked: the Go module proxy does
+// not serve either module (403), see doc.go.
