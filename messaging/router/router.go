@@ -274,30 +274,32 @@ func WithRunMode(mode Mode) Option {
 	}
 }
 
-// WithCustomGroupFields adds message attributes that, with MessageGroupId,
-// form the PerGroupID group key. Empty names are rejected.
+// WithCustomGroupFields sets the message attributes that, with
+// MessageGroupId, form the PerGroupID group key (SQS message attributes, or
+// the SNS envelope's for a subscription without raw delivery). Empty names
+// are ignored, as in loafer-awsx.
 func WithCustomGroupFields(fields ...string) Option {
 	return func(r *Route) error {
-		for i, f := range fields {
-			if strings.TrimSpace(f) == "" {
-				return fmt.Errorf("WithCustomGroupFields: field %d is empty", i)
+		r.groupFields = r.groupFields[:0]
+		for _, f := range fields {
+			if strings.TrimSpace(f) != "" {
+				r.groupFields = append(r.groupFields, f)
 			}
 		}
-		r.groupFields = append(r.groupFields, fields...)
 		return nil
 	}
 }
 
 // WithMiddleware appends route-level middleware (innermost, after the
-// broker's global middleware). Nil entries are rejected.
+// broker's global middleware). Nil entries are ignored, as in loafer-awsx,
+// so optional middleware can be passed unconditionally.
 func WithMiddleware(mws ...middleware.Middleware) Option {
 	return func(r *Route) error {
-		for i, m := range mws {
-			if m == nil {
-				return fmt.Errorf("WithMiddleware: middleware %d is nil", i)
+		for _, m := range mws {
+			if m != nil {
+				r.middleware = append(r.middleware, m)
 			}
 		}
-		r.middleware = append(r.middleware, mws...)
 		return nil
 	}
 }

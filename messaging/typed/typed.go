@@ -35,7 +35,9 @@ func (JSONCodec[T]) Decode(data []byte) (T, error) {
 // can never succeed, so the decode error is returned as fatal.
 func WrapHandler[T any](codec Codec[T], fn func(ctx context.Context, msg T) error) middleware.Handler {
 	return func(ctx context.Context, msg middleware.Message) error {
-		v, err := codec.Decode(msg.Body())
+		// The published message: the body, or for an SNS notification
+		// (a subscription without raw delivery) the envelope's Message.
+		v, err := codec.Decode([]byte(msg.Message()))
 		if err != nil {
 			return merrors.Fatal(fmt.Errorf("typed: decode message %s: %w", msg.ID(), err))
 		}
