@@ -53,6 +53,17 @@ type acker struct {
 	done     chan struct{}
 	flights  chan struct{}
 	inflight sync.WaitGroup
+	// jobs feeds the maxDeleteFlights delete workers, which live as long as
+	// loop: a goroutine per batch cost more than the batch itself.
+	jobs chan deleteJob
+}
+
+// deleteJob is one batch for a delete worker, by value so that sending it
+// allocates nothing.
+type deleteJob struct {
+	ctx context.Context
+	n   int
+	del [batchMax]delEntry
 }
 
 func newAcker(c *Consumer, capacity int) *acker {
@@ -64,6 +75,7 @@ func newAcker(c *Consumer, capacity int) *acker {
 		arm:     make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		flights: make(chan struct{}, maxDeleteFlights),
+		jobs:    make(chan deleteJob),
 	}
 }
 
@@ -101,6 +113,12 @@ func (a *acker) stop() { close(a.done) }
 // loop runs until stop; ctx must not be canceled by shutdown (the caller
 // passes context.WithoutCancel) so the final flush still deletes.
 func (a *acker) loop(ctx context.Context) {
+	var workers sync.WaitGroup
+	for range maxDeleteFlights {
+		workers.Add(1)
+		go func() { defer workers.Done(); a.deleteWorker() }()
+	}
+	defer func() { close(a.jobs); workers.Wait() }()
 	period := min(a.c.vis/heartbeatFraction/2, maxHeartbeatPeriod)
 	ticker := a.c.cfg.clock.NewTicker(period)
 	defer ticker.Stop()
@@ -145,11 +163,11 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 			a.mu.Unlock()
 			break
 		}
-		var del []delEntry
+		var job deleteJob
 		var vis []visEntry
 		if nd >= batchMax || partial && nd > 0 {
 			k := min(nd, batchMax)
-			del = append(make([]delEntry, 0, k), a.deletes[:k]...)
+			job.n = copy(job.del[:], a.deletes[:k])
 			a.deletes = append(a.deletes[:0], a.deletes[k:]...)
 		}
 		if nv >= batchMax || partial && nv > 0 {
@@ -161,7 +179,7 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 		if len(vis) > 0 {
 			a.sendVisibility(ctx, vis)
 		}
-		if len(del) > 0 {
+		if job.n > 0 {
 			if final {
 				a.flights <- struct{}{}
 			} else {
@@ -172,22 +190,14 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 					// leave the loop free for the heartbeat; a finishing
 					// flight kicks the loop again.
 					a.mu.Lock()
-					a.deletes = append(del, a.deletes...)
+					a.deletes = append(job.del[:job.n:job.n], a.deletes...)
 					a.mu.Unlock()
 					return
 				}
 			}
 			a.inflight.Add(1)
-			go func() {
-				defer func() {
-					<-a.flights
-					a.inflight.Done()
-					a.c.slots.release(len(del))
-					a.poke(batchMax)
-					a.poke(1)
-				}()
-				a.sendDeletes(ctx, del)
-			}()
+			job.ctx = ctx
+			a.jobs <- job
 		}
 	}
 	a.mu.Lock()
@@ -208,7 +218,22 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 // queue, holds up its group until its visibility ends.
 const deleteAttempts = 3
 
-func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
+// deleteWorker sends the delete batches it is given until jobs is closed.
+func (a *acker) deleteWorker() {
+	var entries [batchMax]types.DeleteMessageBatchRequestEntry
+	for job := range a.jobs {
+		a.sendDeletes(job.ctx, job.del[:job.n], entries[:0])
+		<-a.flights
+		a.inflight.Done()
+		a.c.slots.release(job.n)
+		a.poke(batchMax)
+		a.poke(1)
+	}
+}
+
+// sendDeletes deletes del, building each request in buf (reused: the
+// client does not keep the request after it returns).
+func (a *acker) sendDeletes(ctx context.Context, del []delEntry, buf []types.DeleteMessageBatchRequestEntry) {
 	log := a.c.cfg.log
 	metric := a.c.cfg.successMetric
 	wait := 50 * time.Millisecond
@@ -225,9 +250,9 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
 			}
 			wait *= 2
 		}
-		entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
+		entries := buf[:0]
 		for i, e := range del {
-			entries[i] = types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle}
+			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle})
 		}
 		out, err := a.deleteBatch(ctx, &sqs.DeleteMessageBatchInput{
 			QueueUrl: &a.c.queueURL, Entries: entries,
