@@ -15,8 +15,8 @@ import (
 
 const cairnMessaging = "github.com/cairn-go/cairn/messaging/"
 
-// seedPackages are loafer-awsx's packages.
-var seedPackages = map[string]bool{
+// loaferPackages are loafer-awsx's packages.
+var loaferPackages = map[string]bool{
 	"broker": true, "conn": true, "consumer": true, "errors": true, "idgen": true,
 	"logger": true, "middleware": true, "producer": true, "router": true, "typed": true,
 }
@@ -45,7 +45,7 @@ func TestOnlySeedPackages(t *testing.T) {
 				if !strings.HasPrefix(path, "github.com/cairn-go/") {
 					continue
 				}
-				if !strings.HasPrefix(path, cairnMessaging) || !seedPackages[strings.TrimPrefix(path, cairnMessaging)] {
+				if !strings.HasPrefix(path, cairnMessaging) || !loaferPackages[strings.TrimPrefix(path, cairnMessaging)] {
 					t.Errorf("%s imports %s, which loafer-awsx does not have", f, path)
 				}
 			}

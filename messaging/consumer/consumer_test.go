@@ -146,14 +146,14 @@ func TestReceiveErrorsAreRetried(t *testing.T) {
 	runUntil(t, c, func() bool { return handled.Load() == 1 && fake.Len(url) == 0 })
 }
 
-// seedWrapper is a custom client wrapper written against loafer-awsx's
+// loaferWrapper is a custom client wrapper written against loafer-awsx's
 // five-method SQSClient: it has no batch methods.
-type seedWrapper struct {
+type loaferWrapper struct {
 	consumer.SQSClient
 	deletes atomic.Int64
 }
 
-func (w *seedWrapper) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+func (w *loaferWrapper) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
 	w.deletes.Add(1)
 	return w.SQSClient.DeleteMessage(ctx, in, opts...)
 }
@@ -167,7 +167,7 @@ func TestSeedClientWrapperWithoutBatchMethods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := &seedWrapper{SQSClient: fake}
+	w := &loaferWrapper{SQSClient: fake}
 	c, err := consumer.New(w, newRoute(t, "wrapped", func(context.Context, middleware.Message) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
