@@ -16,9 +16,9 @@ import (
 // every receive hands out distinct messages (their own MessageId and body)
 // with a fresh receipt handle, and a delete is accepted only for a handle it
 // issued; receives block once the queue is empty, like an empty long poll.
-// It counts deletes and API calls. Its own allocations are a few per
-// receive call (one batch of strings, the output), so the figures measure
-// the library.
+// It counts deletes and API calls. Its own allocation is one string per
+// receive (the output and messages are pooled once all ten are deleted), so
+// the figures measure the library.
 type memSQS struct {
 	next    atomic.Int64 // sequence number of the next message to hand out
 	deleted atomic.Int64
@@ -29,10 +29,17 @@ type memSQS struct {
 	fifo    bool
 	// acked has one bit per message: set once its delete is accepted.
 	acked []atomic.Uint64
+	// bufs[i] backs the receive of messages 10i..10i+9; it goes back to
+	// pool once all ten are deleted, when the consumer holds none of them.
+	bufs []atomic.Pointer[receiveBuf]
+	pool sync.Pool
 }
 
 func newMemSQS(n int, fifo bool) *memSQS {
-	return &memSQS{target: int64(n), done: make(chan struct{}), fifo: fifo, acked: make([]atomic.Uint64, n/64+1)}
+	m := &memSQS{target: int64(n), done: make(chan struct{}), fifo: fifo,
+		acked: make([]atomic.Uint64, n/64+1), bufs: make([]atomic.Pointer[receiveBuf], n/10+1)}
+	m.pool.New = func() any { return &receiveBuf{} }
+	return m
 }
 
 var (
@@ -56,21 +63,34 @@ func (m *memSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput
 		return nil, ctx.Err()
 	}
 	k := int(min(want, m.target-first))
-	// One allocation holds the output and its messages, one string their
+	// One pooled buffer holds the output and its messages, one string their
 	// IDs, receipt handles and bodies.
-	rb := &receiveBuf{}
-	buf := make([]byte, 0, k*64)
+	var rb *receiveBuf
+	if want == 10 && first%10 == 0 {
+		rb = m.pool.Get().(*receiveBuf)
+		rb.pending.Store(int32(k))
+		m.bufs[first/10].Store(rb)
+	} else {
+		rb = &receiveBuf{}
+	}
+	var sb strings.Builder
+	sb.Grow(k * 64)
+	buf := make([]byte, 0, 32)
 	var bounds [31]int
 	for i := range k {
-		seq := first + int64(i)
-		buf = strconv.AppendInt(append(buf, "m-"...), seq, 10)
-		bounds[3*i+1] = len(buf)
-		buf = strconv.AppendInt(append(buf, "r-"...), seq, 10)
-		bounds[3*i+2] = len(buf)
-		buf = append(strconv.AppendInt(append(buf, `{"order":"o-`...), seq, 10), `","total":42}`...)
-		bounds[3*i+3] = len(buf)
+		seq := strconv.AppendInt(buf[:0], first+int64(i), 10)
+		sb.WriteString("m-")
+		sb.Write(seq)
+		bounds[3*i+1] = sb.Len()
+		sb.WriteString("r-")
+		sb.Write(seq)
+		bounds[3*i+2] = sb.Len()
+		sb.WriteString(`{"order":"o-`)
+		sb.Write(seq)
+		sb.WriteString(`","total":42}`)
+		bounds[3*i+3] = sb.Len()
 	}
-	all := string(buf)
+	all := sb.String()
 	for i := range 3 * k {
 		rb.strs[i] = all[bounds[i]:bounds[i+1]]
 	}
@@ -86,9 +106,10 @@ func (m *memSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput
 }
 
 type receiveBuf struct {
-	out  sqs.ReceiveMessageOutput
-	msgs [10]types.Message
-	strs [30]string
+	pending atomic.Int32
+	out     sqs.ReceiveMessageOutput
+	msgs    [10]types.Message
+	strs    [30]string
 }
 
 // ack accepts the delete of receipt handle h ("r-<seq>") once; it reports
@@ -104,6 +125,10 @@ func (m *memSQS) ack(h *string) bool {
 	}
 	bit := uint64(1) << (seq % 64)
 	if m.acked[seq/64].Or(bit)&bit == 0 {
+		if rb := m.bufs[seq/10].Load(); rb != nil && rb.pending.Add(-1) == 0 {
+			m.bufs[seq/10].Store(nil)
+			m.pool.Put(rb)
+		}
 		if m.deleted.Add(1) >= m.target {
 			m.once.Do(func() { close(m.done) })
 		}
