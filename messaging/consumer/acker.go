@@ -56,6 +56,8 @@ type acker struct {
 	// jobs feeds the maxDeleteFlights delete workers, which live as long as
 	// loop: a goroutine per batch cost more than the batch itself.
 	jobs chan deleteJob
+	// flushBy, set by stop before it closes done, bounds the final flush.
+	flushBy time.Time
 }
 
 // deleteJob is one batch for a delete worker, by value so that sending it
@@ -108,7 +110,11 @@ func (a *acker) poke(n int) {
 	}
 }
 
-func (a *acker) stop() { close(a.done) }
+// stop ends the loop after a final flush, cut off at flushBy when it is set.
+func (a *acker) stop(flushBy time.Time) {
+	a.flushBy = flushBy
+	close(a.done)
+}
 
 // loop runs until stop; ctx must not be canceled by shutdown (the caller
 // passes context.WithoutCancel) so the final flush still deletes.
@@ -141,11 +147,11 @@ func (a *acker) loop(ctx context.Context) {
 			a.heartbeat(ctx)
 		case <-a.done:
 			timer.Stop()
-			limit := finalFlushTimeout
-			if st := a.c.cfg.shutdownTimeout; st > 0 {
-				limit = min(limit, st)
+			by := time.Now().Add(finalFlushTimeout)
+			if !a.flushBy.IsZero() {
+				by = a.flushBy
 			}
-			fctx, cancel := context.WithTimeout(ctx, limit)
+			fctx, cancel := context.WithDeadline(ctx, by)
 			a.flush(fctx, true, true)
 			a.inflight.Wait()
 			cancel()

@@ -205,18 +205,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
-	if c.cfg.shutdownTimeout > 0 {
-		t := time.NewTimer(c.cfg.shutdownTimeout)
-		select {
-		case <-drained:
-			t.Stop()
-		case <-t.C:
-			// The bound holds even for handlers that ignore cancellation:
-			// cancel them, give them half the timeout again, then return
-			// without them. Whatever they finish afterwards is not
-			// acknowledged, so SQS redelivers it once its visibility lapses;
-			// nothing unfinished is ever deleted.
-			c.cfg.log.Warn("shutdown timeout elapsed; canceling handlers", slog.String("route", c.name))
+	var flushBy time.Time
+	if st := c.cfg.shutdownTimeout; st > 0 {
+		// One deadline bounds the whole shutdown, even for handlers that
+		// ignore cancellation: handlers get 70% of it to finish, canceled
+		// handlers 20% more, and the final flush of acknowledgements what is
+		// left. Whatever a handler finishes after it is not acknowledged, so
+		// SQS redelivers it once its visibility lapses; nothing unfinished is
+		// ever deleted.
+		deadline := time.Now().Add(st)
+		flushBy = deadline
+		if !waitUntil(drained, deadline.Add(-st*3/10)) {
+			c.cfg.log.Warn("shutdown timeout elapsing; canceling handlers", slog.String("route", c.name))
 			hardCancel()
 			// Release what no worker started, even if every worker is stuck.
 			for _, q := range queues {
@@ -224,11 +224,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 					c.finishVisibility(d, 0)
 				}
 			}
-			grace := time.NewTimer(c.cfg.shutdownTimeout / 2)
-			select {
-			case <-drained:
-				grace.Stop()
-			case <-grace.C:
+			if !waitUntil(drained, deadline.Add(-st/10)) {
 				c.abandoned.Store(true)
 				c.cfg.log.Warn("handlers ignore cancellation; returning without them", slog.String("route", c.name))
 				// Run again only once the abandoned handlers have returned.
@@ -239,9 +235,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	} else {
 		<-drained
 	}
-	c.ack.stop()
+	c.ack.stop(flushBy)
 	<-ackDone
 	return nil
+}
+
+// waitUntil waits for done until t and reports whether it closed.
+func waitUntil(done <-chan struct{}, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
 }
 
 func (c *Consumer) resolve(ctx context.Context) error {

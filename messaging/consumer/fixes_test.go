@@ -74,7 +74,9 @@ func TestShutdownNeverDeletesUnfinished(t *testing.T) {
 		<-ctx.Done() // never finishes on its own
 		return ctx.Err()
 	}, router.WithWorkerPoolSize(1))
-	c, err := consumer.New(fake, r, consumer.WithShutdownTimeout(50*time.Millisecond))
+	// The timeout leaves the final flush, which releases the unstarted
+	// messages, a share long enough for a loaded machine under -race.
+	c, err := consumer.New(fake, r, consumer.WithShutdownTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +326,9 @@ func TestShutdownUnderLoad(t *testing.T) {
 		return nil
 	}
 	r := newRoute(t, "load", handler, router.WithWorkerPoolSize(8), router.WithPollers(2))
-	c, err := consumer.New(fake, r, consumer.WithShutdownTimeout(20*time.Millisecond))
+	// Handlers here are quick, so the drain ends long before the timeout;
+	// the timeout only has to leave the final flush room on a loaded machine.
+	c, err := consumer.New(fake, r, consumer.WithShutdownTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

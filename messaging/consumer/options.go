@@ -169,14 +169,15 @@ func WithAckFlushInterval(d time.Duration) Option {
 	}
 }
 
-// WithShutdownTimeout bounds how long Run waits, after its context is
-// canceled, for received messages to finish (default: unbounded). When it
-// elapses, handler contexts are canceled, unstarted messages are released,
-// and after half of d again Run returns without waiting for handlers that
-// ignore cancellation; what they finish later is not acknowledged and SQS
-// redelivers it. The final flush of acknowledgements gets at most d, so Run
-// returns within 2.5×d of the cancellation. A consumer whose handlers are still running
-// cannot be Run again until they return. Non-positive values are ignored.
+// WithShutdownTimeout bounds how long Run takes, after its context is
+// canceled, to return (default: unbounded). Received messages get 70% of d
+// to finish; then handler contexts are canceled and unstarted messages are
+// released; after 20% more Run stops waiting for handlers that ignore
+// cancellation, and the final flush of acknowledgements gets what is left of
+// d. A message whose handler finishes after that is not acknowledged and SQS
+// redelivers it: at least once, never lost. A consumer whose handlers are
+// still running cannot be Run again until they return. Non-positive values
+// are ignored.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
