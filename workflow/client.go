@@ -58,6 +58,10 @@ type Config struct {
 	// steps reached after the entry point's hand-off time ([worlds.HandOffAt])
 	// are queued either way.
 	QueueSteps bool
+	// Cache bounds the run cache, which keeps suspended executions in memory so a
+	// run's next delivery in this process resumes where it stopped instead of
+	// replaying the run; on by default. See [CacheConfig] and [CacheEnv].
+	Cache CacheConfig
 }
 
 // engine is the validated runtime configuration.
@@ -70,6 +74,7 @@ type engine struct {
 	maxPayload int
 	poll       time.Duration
 	queueSteps bool
+	cache      *runCache // nil: no run cache
 }
 
 func newEngine(cfg Config) (*engine, error) {
@@ -93,6 +98,12 @@ func newEngine(cfg Config) (*engine, error) {
 	case cfg.PollInterval < 0:
 		return nil, &ConfigError{Field: "Config.PollInterval", Value: cfg.PollInterval, Reason: "must not be negative"}
 	}
+	if err := cfg.Cache.validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Cache.Disabled && !cacheOffByEnv() {
+		e.cache = newRunCache(cfg.Cache, e.clock, e.obs)
+	}
 	if e.maxPayload == 0 {
 		e.maxPayload = DefaultMaxPayloadBytes
 		if cfg.World != nil {
@@ -110,8 +121,10 @@ func newEngine(cfg Config) (*engine, error) {
 
 // defaultEngine serves Runners used without a Client (for example handed straight
 // to a World's worker entry point).
+//
+// It has no run cache: nothing would end the executions it held.
 func defaultEngine(w worlds.World) *engine {
-	e, _ := newEngine(Config{World: w})
+	e, _ := newEngine(Config{World: w, Cache: CacheConfig{Disabled: true}})
 	return e
 }
 
@@ -165,13 +178,34 @@ func (c *Client) World() worlds.World { return c.eng.world }
 func (c *Client) Runner(r worlds.Runner) worlds.Runner { return &configured{inner: r, eng: c.eng} }
 
 // Serve runs the client's World's deliveries with runners until ctx ends. The World
-// must implement [worlds.Server] (the embedded World does).
+// must implement [worlds.Server] (the embedded World does). When it returns, the
+// run cache is flushed ([Client.FlushCache]).
 func (c *Client) Serve(ctx context.Context, runners ...worlds.Runner) error {
 	srv, ok := c.eng.world.(worlds.Server)
 	if !ok {
 		return &ConfigError{Field: "Config.World", Value: fmt.Sprintf("%T", c.eng.world), Reason: "does not implement worlds.Server; run its worker entry point instead"}
 	}
+	defer c.FlushCache()
 	return srv.Serve(ctx, c.Runner(worlds.Runners(runners...)))
+}
+
+// FlushCache ends every execution held in the client's run cache (their deferred
+// functions run); the runs replay on their next delivery. Call it when a process
+// that runs deliveries through [Client.Runner] stops taking them, so no parked
+// goroutine outlives it; [Client.Serve] does it itself.
+func (c *Client) FlushCache() {
+	if c.eng.cache != nil {
+		c.eng.cache.flush()
+	}
+}
+
+// CacheStats returns a snapshot of the client's run cache; all zero when the
+// cache is off.
+func (c *Client) CacheStats() CacheStats {
+	if c.eng.cache == nil {
+		return CacheStats{}
+	}
+	return c.eng.cache.stats()
 }
 
 type configured struct {
@@ -230,6 +264,10 @@ func (r *runner[I, O]) Run(ctx context.Context, w worlds.World, d worlds.Deliver
 		return eng.advance(ctx, d, r)
 	case worlds.DeliverStep:
 		return eng.runStep(ctx, d, r)
+	case worlds.DeliverExpire:
+		if eng.cache != nil {
+			eng.cache.drop(d.Input.RunID)
+		}
 	}
 	return nil // expiry is the World's business
 }
@@ -379,6 +417,9 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	}
 	if _, err := c.eng.world.Append(ctx, runID, evs...); err != nil {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	}
+	if c.eng.cache != nil {
+		c.eng.cache.drop(runID)
 	}
 	run, _ := c.eng.world.GetRun(ctx, runID)
 	c.eng.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.RunCancelled, errors.New(reason))

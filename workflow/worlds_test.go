@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/cairn-go/cairn/workflow/internal/memworld"
@@ -26,7 +27,8 @@ var testWorlds = []struct {
 	}},
 }
 
-// TestOnWorlds runs each runtime test on every World. Each test calls t.Parallel.
+// TestOnWorlds runs each runtime test on every World, once with the run cache (the
+// default) and once without. Each test calls t.Parallel.
 func TestOnWorlds(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -45,9 +47,24 @@ func TestOnWorlds(t *testing.T) {
 		{"ReplayAwareLoggingAndObserver", testReplayAwareLoggingAndObserver},
 		{"NonSerialisableResult", testNonSerialisableResult},
 	}
-	for _, w := range testWorlds {
-		for _, tc := range tests {
-			t.Run(w.name+"/"+tc.name, func(t *testing.T) { tc.f(t, w.open) })
+	for _, cache := range []string{"cache", "nocache"} {
+		for _, w := range testWorlds {
+			open := w.open
+			if cache == "nocache" {
+				open = func(t *testing.T) worlds.World {
+					world := w.open(t)
+					cacheOff.Store(world, true)
+					t.Cleanup(func() { cacheOff.Delete(world) })
+					return world
+				}
+			}
+			for _, tc := range tests {
+				t.Run(w.name+"/"+cache+"/"+tc.name, func(t *testing.T) { tc.f(t, open) })
+			}
 		}
 	}
 }
+
+// cacheOff holds the Worlds TestOnWorlds opened for its pass without a run cache:
+// serve gives their clients none, so every test runs both ways.
+var cacheOff sync.Map
