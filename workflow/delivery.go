@@ -57,15 +57,16 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 	raced := false // lost an append to a concurrent delivery
 	inlined := 0   // steps run inline by this delivery
 	for round := 0; round < maxAdvanceRounds; round++ {
+		var head []worlds.Event
 		if x == nil {
 			var done bool
 			var err error
-			ctx, x, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced) && inlined == 0)
+			ctx, x, head, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced) && inlined == 0)
 			if done {
 				return err
 			}
 		}
-		again, err := e.drive(ctx, d, info, x, &inlined)
+		again, err := e.drive(ctx, d, info, x, head, &inlined)
 		if !again {
 			return err
 		}
@@ -139,37 +140,35 @@ func (e *engine) refresh(ctx context.Context, d worlds.Delivery, x *execution) (
 	return true, false, nil
 }
 
-// replay reads the run and its whole log, appends run_started and completed waits
-// when due, and runs the workflow from the start until it parks or ends. done
-// means the delivery is over with err.
-func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *Info, rearm, requeue bool) (_ context.Context, x *execution, done bool, err error) {
+// replay reads the run and its whole log, appends completed waits when due, and
+// runs the workflow from the start until it parks or ends. done means the
+// delivery is over with err. A pending run's run_started is not appended here
+// but returned in head, to go with the first write the code reaches; the
+// execution's history holds it already.
+func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *Info, rearm, requeue bool) (_ context.Context, x *execution, head []worlds.Event, done bool, err error) {
 	runID := d.Input.RunID
 	for {
 		run, err := e.world.GetRun(ctx, runID)
 		if errors.Is(err, worlds.ErrRunNotFound) {
 			e.log.WarnContext(ctx, "delivery for unknown run acknowledged", "run_id", runID)
-			return ctx, nil, true, nil
+			return ctx, nil, nil, true, nil
 		}
 		if err != nil {
-			return ctx, nil, true, err
+			return ctx, nil, nil, true, err
 		}
 		if run.Status.Terminal() {
-			return ctx, nil, true, nil
+			return ctx, nil, nil, true, nil
 		}
 		events, err := worlds.AllEvents(ctx, e.world, runID)
 		if err != nil {
-			return ctx, nil, true, err
+			return ctx, nil, nil, true, err
 		}
 		*info = Info{RunID: runID, WorkflowName: run.WorkflowName}
-		var extra []worlds.Event
-		if run.Status == worlds.RunPending {
-			extra = append(extra, worlds.Event{Type: worlds.EventRunStarted})
-		}
 		hist := buildHistory(run, events)
-		extra = append(extra, hist.dueWaits(e.clock())...)
+		extra := hist.dueWaits(e.clock())
 		if rearm {
 			if err := e.rearmEarlyWake(ctx, d, hist); err != nil {
-				return ctx, nil, true, err
+				return ctx, nil, nil, true, err
 			}
 			rearm = false
 		}
@@ -181,17 +180,12 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 				continue // a concurrent delivery got there first
 			case errors.Is(err, worlds.ErrTooEarly):
 				// The World's clock says a wait is not due yet: try again shortly.
-				return ctx, nil, true, e.queueWorkflow(ctx, run.WorkflowName, runID, e.clock().Add(time.Second), "")
+				return ctx, nil, nil, true, e.queueWorkflow(ctx, run.WorkflowName, runID, e.clock().Add(time.Second), "")
 			case errors.Is(err, worlds.ErrGone):
-				return ctx, nil, true, nil
+				return ctx, nil, nil, true, nil
 			case err != nil:
-				return ctx, nil, true, err
+				return ctx, nil, nil, true, err
 			}
-			if run.Status == worlds.RunPending {
-				ctx = e.obs.RunStarted(ctx, *info)
-			}
-			run.Status = worlds.RunRunning
-			hist.run.Status = worlds.RunRunning
 			hist.apply(stored)
 		}
 		if requeue {
@@ -201,12 +195,20 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			// pending operations again. If that fails too, the delivery must fail,
 			// or the operations are never run.
 			if err := e.requeuePending(ctx, hist, d); err != nil {
-				return ctx, nil, true, err
+				return ctx, nil, nil, true, err
 			}
 		}
+		stored := hist.seq
+		if run.Status == worlds.RunPending {
+			head = []worlds.Event{{Type: worlds.EventRunStarted}}
+			hist.run.Status = worlds.RunRunning
+			hist.apply([]worlds.Event{{Type: worlds.EventRunStarted, RunID: runID, Seq: hist.seq + 1, CreatedAt: e.clock().UTC()}})
+			ctx = e.obs.RunStarted(ctx, *info)
+		}
 		x = newExecution(e, e.world, hist, modeAdvance, "")
+		x.stored = stored
 		x.run(withInfo(ctx, *info), f)
-		return ctx, x, false, nil
+		return ctx, x, head, false, nil
 	}
 }
 
@@ -260,12 +262,18 @@ func (x *execution) applyStored(stored []worlds.Event) bool {
 	}
 	first := stored[0]
 	if x.hist.seq > x.stored {
-		// The history ends with a carried outcome: stored[0] must be it.
-		r := x.hist.byID[first.CorrelationID]
-		if first.Seq != x.stored+1 || x.hist.seq != first.Seq || r == nil || r.done == nil || r.done.Seq != first.Seq || r.done.Type != first.Type {
+		// The history ends with an event not yet stored (run_started or a carried
+		// outcome): stored[0] must be it.
+		var t *worlds.Event
+		if first.Type == worlds.EventRunStarted {
+			t = x.hist.started
+		} else if r := x.hist.byID[first.CorrelationID]; r != nil {
+			t = r.done
+		}
+		if t == nil || first.Seq != x.stored+1 || x.hist.seq != first.Seq || t.Seq != first.Seq || t.Type != first.Type {
 			return false
 		}
-		*r.done = first
+		*t = first
 		if x.consumed == first.Seq {
 			x.now = first.CreatedAt
 		}
@@ -296,7 +304,7 @@ func (e *engine) keep(x *execution) {
 // delivery: it appends what the code reached, runs a lone new step inline and
 // resumes the code with its outcome, and finally caches the parked execution.
 // again reports a lost race: the caller replays the run from the log (x ended).
-func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *execution, inlined *int) (again bool, err error) {
+func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *execution, head []worlds.Event, inlined *int) (again bool, err error) {
 	runID := info.RunID
 	var carry *carried
 	defer func() {
@@ -321,7 +329,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 	}
 	for {
 		wctx := ctx
-		var evs []worlds.Event
+		evs := append([]worlds.Event(nil), head...)
 		if carry != nil {
 			wctx = carry.rctx
 			evs = append(evs, carry.ev)
@@ -333,14 +341,16 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			if err != nil {
 				return fail(err)
 			}
-			if !x.applyStored(stored) {
+			head = nil
+			synced := x.applyStored(stored)
+			if carry != nil {
 				carry.stored(e)
 				carry = nil
+			}
+			if !synced {
 				x.abort()
 				return false, e.queueWorkflow(wctx, info.WorkflowName, runID, time.Time{}, "")
 			}
-			carry.stored(e)
-			carry = nil
 			x.proceed(withInfo(ctx, info))
 			continue
 		case outSuspended:
@@ -348,7 +358,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			x.abort()
 			c := carry
 			carry = nil
-			return false, e.end(wctx, info, x, c)
+			return false, e.end(wctx, info, x, head, c)
 		}
 		p := pendingOp{}
 		if len(x.pending) > 0 {
@@ -379,6 +389,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 		if err != nil {
 			return fail(err)
 		}
+		head = nil
 		synced := x.applyStored(stored)
 		if carry != nil {
 			carry.stored(e)
@@ -424,7 +435,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 
 // end appends the run's terminal event for an execution that returned, diverged,
 // panicked or exited, after the carried outcome, if any.
-func (e *engine) end(ctx context.Context, info Info, x *execution, c *carried) error {
+func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds.Event, c *carried) error {
 	var ev worlds.Event
 	var cause error
 	switch x.kind {
@@ -448,6 +459,17 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, c *carried) e
 		ev = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(cause)}
 	}
 	if c == nil {
+		if len(head) > 0 {
+			// run_started goes first; a rejected end is handled by the replay of a
+			// fresh round once run_started is stored.
+			if _, err := e.world.Append(ctx, info.RunID, append(head, ev)...); err == nil {
+				e.finished(ctx, info, ev, cause)
+				return nil
+			} else if _, err := e.world.Append(ctx, info.RunID, head...); err != nil && !errors.Is(err, worlds.ErrConflict) && !errors.Is(err, worlds.ErrGone) {
+				return err
+			}
+			return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
+		}
 		return e.finish(ctx, info, ev, cause)
 	}
 	if _, err := e.world.Append(ctx, info.RunID, c.ev, ev); err != nil {
