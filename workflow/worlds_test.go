@@ -46,6 +46,7 @@ func TestOnWorlds(t *testing.T) {
 		{"WebhookHandler", testWebhookHandler},
 		{"ReplayAwareLoggingAndObserver", testReplayAwareLoggingAndObserver},
 		{"NonSerialisableResult", testNonSerialisableResult},
+		{"PanicAfterResume", testPanicAfterResume},
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {
