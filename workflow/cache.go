@@ -174,7 +174,7 @@ func (c *runCache) take(runID string, w worlds.World) *execution {
 	var vs []victim
 	if el != nil {
 		ent := c.unlink(el)
-		if ent.world == w {
+		if sameWorld(ent.world, w) {
 			out = ent.x
 		} else {
 			vs = append(vs, victim{ent, EvictReplaced})
@@ -228,7 +228,7 @@ func (c *runCache) step(runID string, w worlds.World, stepID string) *captured {
 		return nil
 	}
 	ent := el.Value.(*cacheEntry)
-	if ent.world != w {
+	if !sameWorld(ent.world, w) {
 		return nil
 	}
 	return ent.x.fns[stepID]
@@ -310,4 +310,15 @@ func (c *runCache) lookup(ctx context.Context, obs Observer, info Info, r CacheR
 	if co, ok := obs.(CacheObserver); ok {
 		co.CacheLookup(ctx, info, r)
 	}
+}
+
+// sameWorld reports whether a and b are the same World; Worlds of a type that
+// cannot be compared never are.
+func sameWorld(a, b worlds.World) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
