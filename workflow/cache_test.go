@@ -312,3 +312,37 @@ func testPanicAfterResume(t *testing.T, newWorld func(*testing.T) worlds.World) 
 		t.Fatalf("Result error = %#v, want the panic recorded as a fatal run failure", err)
 	}
 }
+
+// LongChain runs more sequential steps than one delivery runs inline, so the run
+// is handed to fresh deliveries on the way.
+type LongChain struct{}
+
+func (LongChain) Run(ctx workflow.Context, n int) (int, error) {
+	v := 0
+	for range n {
+		var err error
+		if v, err = workflow.Step(ctx, "inc", func(_ context.Context, v int) (int, error) { return v + 1, nil }, v); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
+// A chain longer than one delivery's inline budget completes without a failed
+// delivery: each hand-off resumes the cached execution (a redelivery would show
+// as a stale lookup).
+func testLongChain(t *testing.T, newWorld func(*testing.T) worlds.World) {
+	t.Parallel()
+	h := serve(t, newWorld(t), workflow.Config{}, workflow.Use(LongChain{}))
+	ctx := resultCtx(t)
+	run, err := workflow.Start(ctx, h.c, LongChain{}, 150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 150 {
+		t.Fatalf("Result = %d, %v", out, err)
+	}
+	if st := h.c.CacheStats(); st.Stale != 0 || (st != workflow.CacheStats{} && st.Hits < 2) {
+		t.Fatalf("cache stats %+v: want no stale lookup and, with the cache, a hit per hand-off", st)
+	}
+}

@@ -231,10 +231,10 @@ type carried struct {
 	cancel context.CancelFunc
 }
 
-// stored tells observers the outcome is in the log and releases its context.
+// stored tells observers the outcome is in the log. The recording context stays
+// usable for the writes that follow in the delivery; drive releases it.
 func (c *carried) stored(e *engine) {
 	e.obs.StepFinished(c.actx, c.info, *c.out)
-	c.cancel()
 }
 
 // settle records the outcome alone, as a queued step attempt does, after the
@@ -307,9 +307,10 @@ func (e *engine) keep(x *execution) {
 func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *execution, head []worlds.Event, inlined *int) (again bool, err error) {
 	runID := info.RunID
 	var carry *carried
+	var cancels []context.CancelFunc // of the carried outcomes' recording contexts
 	defer func() {
-		if carry != nil {
-			carry.cancel()
+		for _, cancel := range cancels {
+			cancel()
 		}
 	}()
 	// fail ends x after the append of evs failed with err.
@@ -407,6 +408,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 		*inlined++
 		sinfo := Info{RunID: runID, WorkflowName: info.WorkflowName, StepID: p.event.CorrelationID, StepName: p.step.name, Attempt: 1}
 		ev, out, actx, rctx, cancel := e.attempt(ctx, sinfo, p.step, p.event.Input)
+		cancels = append(cancels, cancel)
 		c := &carried{ev: ev, out: out, info: sinfo, actx: actx, rctx: rctx, cancel: cancel}
 		if ev.Type == worlds.EventStepRetrying || !synced {
 			// A retry is recorded now and queued as a step delivery. A history out of
@@ -420,7 +422,6 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 				return false, err
 			}
 			x.abort()
-			defer cancel()
 			return false, e.settleOutcome(rctx, actx, sinfo, ev, out, err)
 		}
 		// Hand the outcome to the code before it is stored: the code runs on to what

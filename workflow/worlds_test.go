@@ -47,6 +47,7 @@ func TestOnWorlds(t *testing.T) {
 		{"ReplayAwareLoggingAndObserver", testReplayAwareLoggingAndObserver},
 		{"NonSerialisableResult", testNonSerialisableResult},
 		{"PanicAfterResume", testPanicAfterResume},
+		{"LongChain", testLongChain},
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {
