@@ -346,3 +346,45 @@ func testLongChain(t *testing.T, newWorld func(*testing.T) worlds.World) {
 		t.Fatalf("cache stats %+v: want no stale lookup and, with the cache, a hit per hand-off", st)
 	}
 }
+
+// Pair runs two steps in parallel, each in a step delivery of its own.
+type Pair struct{ starts *atomic.Int32 }
+
+func (w Pair) Run(ctx workflow.Context, n int) (int, error) {
+	w.starts.Add(1)
+	double := func(_ context.Context, v int) (int, error) { return 2 * v, nil }
+	a := workflow.Go(ctx, "left", double, n)
+	b := workflow.Go(ctx, "right", double, n+1)
+	x, err := a.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	y, err := b.Get(ctx)
+	return x + y, err
+}
+
+// A step delivery of a cached run takes the step's function from the cached
+// execution instead of replaying the workflow up to the step.
+func TestCacheServesStepDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, cached := range []bool{true, false} {
+		w := memworld.New()
+		starts := new(atomic.Int32)
+		wf := Pair{starts: starts}
+		c := newCachedClient(t, w, workflow.Config{Cache: workflow.CacheConfig{Disabled: !cached}})
+		run, err := workflow.Start(ctx, c, wf, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, w, c.Runner(workflow.Use(wf)))
+		if out, err := workflow.Attach[int](c, run.ID()).Result(resultCtx(t)); err != nil || out != 22 {
+			t.Fatalf("cached=%t: Result = %d, %v", cached, out, err)
+		}
+		// Without the cache: the first delivery, one replay per step delivery and
+		// one per workflow delivery after them.
+		if got := starts.Load(); (cached && got != 1) || (!cached && got < 4) {
+			t.Fatalf("cached=%t: Run started %d times", cached, got)
+		}
+	}
+}

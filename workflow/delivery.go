@@ -397,13 +397,14 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			carry = nil
 		}
 		if !inline {
-			qerr := e.queueCreated(wctx, info.WorkflowName, runID, stored)
+			// Cache the execution before queueing, so the queued steps' deliveries
+			// find their functions in it.
 			if synced {
 				e.keep(x)
 			} else {
 				x.abort()
 			}
-			return false, qerr
+			return false, e.queueCreated(wctx, info.WorkflowName, runID, stored)
 		}
 		*inlined++
 		sinfo := Info{RunID: runID, WorkflowName: info.WorkflowName, StepID: p.event.CorrelationID, StepName: p.step.name, Attempt: 1}
