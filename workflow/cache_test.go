@@ -388,3 +388,32 @@ func TestCacheServesStepDeliveries(t *testing.T) {
 		}
 	}
 }
+
+// The environment variable CacheEnv turns the cache off whatever Config says;
+// any other value leaves it on. Config validation names the bad field.
+func TestCacheConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		env    string
+		cached bool
+	}{{"off", false}, {"0", false}, {"on", true}, {"", true}} {
+		t.Setenv(workflow.CacheEnv, tc.env)
+		w := memworld.New()
+		wf := Inbox{starts: new(atomic.Int32)}
+		c := newCachedClient(t, w, workflow.Config{})
+		if _, err := workflow.Start(ctx, c, wf, inboxIn{Token: "env-" + tc.env, N: 1}); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, w, c.Runner(workflow.Use(wf)))
+		if st := c.CacheStats(); (st.Runs == 1) != tc.cached {
+			t.Fatalf("%s=%q: cache stats %+v", workflow.CacheEnv, tc.env, st)
+		}
+	}
+	for _, cfg := range []workflow.CacheConfig{{MaxRuns: -1}, {MaxBytes: -1}, {IdleTTL: -time.Second}} {
+		_, err := workflow.NewClient(workflow.Config{World: memworld.New(), Cache: cfg})
+		var ce *workflow.ConfigError
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, "Config.Cache.") {
+			t.Errorf("%+v: err = %v, want a ConfigError naming the field", cfg, err)
+		}
+	}
+}
