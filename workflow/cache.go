@@ -96,7 +96,7 @@ const (
 	EvictMaxBytes EvictReason = "max_bytes" // the cache held MaxBytes
 	EvictIdle     EvictReason = "idle"      // not delivered for IdleTTL
 	EvictReplaced EvictReason = "replaced"  // a newer execution of the run was cached
-	EvictDropped  EvictReason = "dropped"   // the run was cancelled, expired or deleted, or the cache flushed
+	EvictDropped  EvictReason = "dropped"   // the run was cancelled or finished elsewhere, or deleted; or the cache was flushed
 )
 
 // CacheObserver is implemented by an [Observer] that also wants the run cache's
@@ -232,6 +232,11 @@ func (c *runCache) step(runID string, w worlds.World, stepID string) *captured {
 		return nil
 	}
 	return ent.x.fns[stepID]
+}
+
+// discard ends an execution taken out of the cache, counting it as evicted.
+func (c *runCache) discard(x *execution, reason EvictReason) {
+	c.end([]victim{{&cacheEntry{runID: x.runID, x: x}, reason}})
 }
 
 // drop ends the run's cached execution, if any.

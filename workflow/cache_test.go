@@ -417,3 +417,63 @@ func TestCacheConfig(t *testing.T) {
 		}
 	}
 }
+
+// goneWorld answers for deleted runs as a World does once a run expired.
+type goneWorld struct {
+	worlds.World
+	gone sync.Map // run ID → true
+}
+
+func (g *goneWorld) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
+	if _, ok := g.gone.Load(runID); ok {
+		return worlds.Run{}, worlds.ErrRunNotFound
+	}
+	return g.World.GetRun(ctx, runID)
+}
+
+func (g *goneWorld) ListEvents(ctx context.Context, runID string, f worlds.EventFilter) (worlds.Page[worlds.Event], error) {
+	if _, ok := g.gone.Load(runID); ok {
+		return worlds.Page[worlds.Event]{}, worlds.ErrRunNotFound
+	}
+	return g.World.ListEvents(ctx, runID, f)
+}
+
+// A cached run deleted meanwhile (its retention ended after another process
+// finished it, or it was deleted) is dropped by the next delivery that finds it
+// gone; a run cancelled by another process by the next delivery that reads the
+// cancellation.
+func TestCacheDropsDeletedAndCancelledElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mw := memworld.New()
+	w := &goneWorld{World: mw}
+	wf := Inbox{starts: new(atomic.Int32)}
+	c := newCachedClient(t, w, workflow.Config{})
+	other := newCachedClient(t, mw, workflow.Config{})
+	r := worldRunner{inner: c.Runner(workflow.Use(wf)), world: w}
+	deleted, err := workflow.Start(ctx, c, wf, inboxIn{Token: "deleted", N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := workflow.Start(ctx, c, wf, inboxIn{Token: "cancelled", N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, mw, r)
+	if st := c.CacheStats(); st.Runs != 2 {
+		t.Fatalf("%+v, want both runs cached", st)
+	}
+	w.gone.Store(deleted.ID(), true)
+	if err := other.Cancel(ctx, cancelled.ID(), "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{deleted.ID(), cancelled.ID()} {
+		if _, err := mw.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: worlds.WorkflowName[Inbox](), RunID: id}, worlds.QueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, mw, r)
+	if st := c.CacheStats(); st.Runs != 0 || st.Hits != 0 || st.Evictions != 2 {
+		t.Fatalf("after a delivery of each: %+v, want nothing cached, no hit, two evictions", st)
+	}
+}

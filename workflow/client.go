@@ -264,10 +264,6 @@ func (r *runner[I, O]) Run(ctx context.Context, w worlds.World, d worlds.Deliver
 		return eng.advance(ctx, d, r)
 	case worlds.DeliverStep:
 		return eng.runStep(ctx, d, r)
-	case worlds.DeliverExpire:
-		if eng.cache != nil {
-			eng.cache.drop(d.Input.RunID)
-		}
 	}
 	return nil // expiry is the World's business
 }

@@ -36,7 +36,8 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 				// writes: it replays, which re-queues pending operations.
 				ok, done, err := e.refresh(ctx, d, x)
 				if done {
-					x.abort()
+					// The run ended or is gone (or could not be read): let go of it.
+					e.cache.discard(x, EvictDropped)
 					return err
 				}
 				if ok {
