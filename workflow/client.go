@@ -53,10 +53,11 @@ type Config struct {
 	PollInterval time.Duration
 	// QueueSteps runs every step attempt in a delivery of its own. By default a
 	// step that is the only new operation the workflow reaches runs inline, in
-	// the workflow's delivery, recorded as it starts with its creation: two
-	// appends per step and no queue round trip. Parallel steps, retries, and
-	// steps reached after the entry point's hand-off time ([worlds.HandOffAt])
-	// are queued either way.
+	// the workflow's delivery, recorded as it starts with its creation, its
+	// outcome appended with whatever the code reaches next: about one append per
+	// step and no queue round trip. Parallel steps, retries, and steps reached
+	// after the entry point's hand-off time ([worlds.HandOffAt]) are queued either
+	// way.
 	QueueSteps bool
 	// Cache bounds the run cache, which keeps suspended executions in memory so a
 	// run's next delivery in this process resumes where it stopped instead of
