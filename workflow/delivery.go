@@ -584,9 +584,8 @@ func (e *engine) rearmEarlyWake(ctx context.Context, d worlds.Delivery, h *histo
 		return nil
 	}
 	now := e.clock()
-	for pos := 1; pos <= h.maxPos; pos++ {
-		r := h.byPos[pos]
-		if r == nil || r.kind != opWait || r.done != nil || r.created.ResumeAt == nil || wakeID(h.run.RunID, r.id) != d.ID {
+	for _, r := range h.waiting {
+		if r.done != nil || r.created.ResumeAt == nil || wakeID(h.run.RunID, r.id) != d.ID {
 			continue
 		}
 		if now.Before(*r.created.ResumeAt) {

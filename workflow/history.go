@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,13 +90,16 @@ type history struct {
 	seq int64
 	// bytes estimates the memory the indexed events hold, for the run cache.
 	bytes int64
+	// waiting holds the waits not completed yet, so a delivery of a long run
+	// finds the due ones without scanning every operation.
+	waiting map[string]*record
 }
 
 // eventOverhead estimates the memory of one indexed event besides its payloads.
 const eventOverhead = 320
 
 func buildHistory(run worlds.Run, events []worlds.Event) *history {
-	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}}
+	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}, waiting: map[string]*record{}}
 	h.apply(events)
 	return h
 }
@@ -132,6 +136,9 @@ func (h *history) add(ev *worlds.Event) {
 		if ev.Type == worlds.EventHookConflict {
 			h.newest = max(h.newest, ev.Seq)
 		}
+		if kind == opWait {
+			h.waiting[r.id] = r
+		}
 		return
 	}
 	r := h.byID[ev.CorrelationID]
@@ -145,6 +152,7 @@ func (h *history) add(ev *worlds.Event) {
 	case worlds.EventStepCompleted, worlds.EventStepFailed, worlds.EventWaitCompleted:
 		r.done = ev
 		h.newest = max(h.newest, ev.Seq)
+		delete(h.waiting, r.id)
 	case worlds.EventHookReceived:
 		r.received = append(r.received, *ev)
 		h.newest = max(h.newest, ev.Seq)
@@ -155,15 +163,16 @@ func (h *history) add(ev *worlds.Event) {
 
 // dueWaits returns the waits not yet completed whose resume time has come.
 func (h *history) dueWaits(now time.Time) []worlds.Event {
-	var out []worlds.Event
-	for pos := 1; pos <= h.maxPos; pos++ {
-		r := h.byPos[pos]
-		if r == nil || r.kind != opWait || r.done != nil || r.created.ResumeAt == nil {
-			continue
+	var due []*record
+	for _, r := range h.waiting {
+		if r.done == nil && r.created.ResumeAt != nil && !now.Before(*r.created.ResumeAt) {
+			due = append(due, r)
 		}
-		if !now.Before(*r.created.ResumeAt) {
-			out = append(out, worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: r.id})
-		}
+	}
+	slices.SortFunc(due, func(a, b *record) int { return a.pos - b.pos })
+	out := make([]worlds.Event, len(due))
+	for i, r := range due {
+		out[i] = worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: r.id}
 	}
 	return out
 }
