@@ -29,7 +29,7 @@ type harness struct {
 func serve(t *testing.T, w worlds.World, cfg workflow.Config, runners ...worlds.Runner) *harness {
 	t.Helper()
 	cfg.World = w
-	if _, off := cacheOff.Load(w); off {
+	if cacheOff(t) {
 		cfg.Cache.Disabled = true
 	}
 	c, err := workflow.NewClient(cfg)

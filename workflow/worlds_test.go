@@ -2,7 +2,7 @@ package workflow_test
 
 import (
 	"context"
-	"sync"
+	"strings"
 	"testing"
 
 	"github.com/cairn-go/cairn/workflow/internal/memworld"
@@ -51,22 +51,13 @@ func TestOnWorlds(t *testing.T) {
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {
-			open := w.open
-			if cache == "nocache" {
-				open = func(t *testing.T) worlds.World {
-					world := w.open(t)
-					cacheOff.Store(world, true)
-					t.Cleanup(func() { cacheOff.Delete(world) })
-					return world
-				}
-			}
 			for _, tc := range tests {
-				t.Run(w.name+"/"+cache+"/"+tc.name, func(t *testing.T) { tc.f(t, open) })
+				t.Run(w.name+"/"+cache+"/"+tc.name, func(t *testing.T) { tc.f(t, w.open) })
 			}
 		}
 	}
 }
 
-// cacheOff holds the Worlds TestOnWorlds opened for its pass without a run cache:
-// serve gives their clients none, so every test runs both ways.
-var cacheOff sync.Map
+// cacheOff reports whether t runs in TestOnWorlds' pass without a run cache:
+// serve then gives its client none, so every test runs both ways.
+func cacheOff(t *testing.T) bool { return strings.Contains(t.Name(), "/nocache/") }
