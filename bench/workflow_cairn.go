@@ -29,6 +29,39 @@ func (ThreeSteps) Run(ctx workflow.Context, n int) (int, error) {
 	return n, nil
 }
 
+// Chain is the long-run cairn workflow: N trivial steps in sequence.
+type Chain struct{}
+
+// Run adds one N times, each time in its own durable step.
+func (Chain) Run(ctx workflow.Context, n int) (int, error) {
+	v := 0
+	for range n {
+		var err error
+		if v, err = workflow.Step(ctx, "add", addOne, v); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
+// Parked runs one step and waits on a hook: a run that stays suspended, for
+// measuring the memory of suspended runs in the run cache.
+type Parked struct{}
+
+// Run runs a step, then waits for a payload sent to the hook named token.
+func (Parked) Run(ctx workflow.Context, token string) (int, error) {
+	n, err := workflow.Step(ctx, "one", addOne, 0)
+	if err != nil {
+		return 0, err
+	}
+	h, err := workflow.CreateHook[int](ctx, workflow.HookOptions{Token: token})
+	if err != nil {
+		return 0, err
+	}
+	m, err := h.Receive(ctx)
+	return n + m, err
+}
+
 // countingWorld counts the World's write calls (Append and Queue), each one
 // SQLite transaction on the embedded World.
 type countingWorld struct {
@@ -74,19 +107,26 @@ type cairnBench struct {
 }
 
 func startCairn(dir string) (*cairnBench, error) {
+	return startCairnWith(dir, workflow.CacheConfig{})
+}
+
+// startCairnWith is startCairn with a run cache configuration.
+func startCairnWith(dir string, cache workflow.CacheConfig) (*cairnBench, error) {
 	ctx := context.Background()
 	lw, err := local.Open(ctx, local.Config{Path: filepath.Join(dir, "cairn.db"), Workers: Workers})
 	if err != nil {
 		return nil, err
 	}
 	cw := &countingWorld{World: lw, srv: lw}
-	client, err := workflow.NewClient(workflow.Config{World: cw, PollInterval: 10 * time.Millisecond})
+	client, err := workflow.NewClient(workflow.Config{World: cw, PollInterval: 10 * time.Millisecond, Cache: cache})
 	if err != nil {
 		return nil, errors.Join(err, lw.Close())
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- client.Serve(sctx, workflow.Use(ThreeSteps{})) }()
+	go func() {
+		done <- client.Serve(sctx, workflow.Use(ThreeSteps{}), workflow.Use(Chain{}), workflow.Use(Parked{}))
+	}()
 	stop := func() error {
 		cancel()
 		err := <-done
@@ -114,4 +154,20 @@ func (c *cairnBench) run(ctx context.Context, n int) error {
 		}
 		return nil
 	})
+}
+
+// chain runs one Chain of n steps and awaits it.
+func (c *cairnBench) chain(ctx context.Context, n int) error {
+	r, err := workflow.Start(ctx, c.client, Chain{}, n)
+	if err != nil {
+		return err
+	}
+	out, err := r.Result(ctx)
+	if err != nil {
+		return err
+	}
+	if out != n {
+		return fmt.Errorf("cairn chain %s: got %d, want %d", r.ID(), out, n)
+	}
+	return nil
 }

@@ -33,6 +33,18 @@ func gwThreeSteps(ctx gwf.Context, n int) (int, error) {
 	return n, nil
 }
 
+// gwChain is the go-workflows twin of Chain: n activities in sequence.
+func gwChain(ctx gwf.Context, n int) (int, error) {
+	v := 0
+	for range n {
+		var err error
+		if v, err = gwf.ExecuteActivity[int](ctx, gwf.DefaultActivityOptions, gwAddOne, v).Get(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
 // gwBench is go-workflows on its SQLite backend (a file in dir), with Workers
 // parallel workflow tasks and Workers parallel activity tasks.
 type gwBench struct {
@@ -51,6 +63,9 @@ func startGoWorkflows(dir string) (*gwBench, error) {
 	opts.SingleWorkerMode = true
 	w := worker.New(b, &opts)
 	if err := w.RegisterWorkflow(gwThreeSteps); err != nil {
+		return nil, err
+	}
+	if err := w.RegisterWorkflow(gwChain); err != nil {
 		return nil, err
 	}
 	if err := w.RegisterActivity(gwAddOne); err != nil {
@@ -88,4 +103,20 @@ func (g *gwBench) run(ctx context.Context, n int) error {
 		}
 		return nil
 	})
+}
+
+// chain runs one gwChain of n activities and awaits it.
+func (g *gwBench) chain(ctx context.Context, id string, n int) error {
+	inst, err := g.client.CreateWorkflowInstance(ctx, client.WorkflowInstanceOptions{InstanceID: id}, gwChain, n)
+	if err != nil {
+		return err
+	}
+	out, err := client.GetWorkflowResult[int](ctx, g.client, inst, time.Hour)
+	if err != nil {
+		return err
+	}
+	if out != n {
+		return fmt.Errorf("go-workflows chain %s: got %d, want %d", id, out, n)
+	}
+	return nil
 }

@@ -2,8 +2,12 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cairn-go/cairn/workflow"
 )
 
 // TestWorkflowSmoke runs one 3-step run on each library, so the benchmark's
@@ -93,4 +97,124 @@ func BenchmarkWorkflow_GoWorkflows(b *testing.B) {
 		b.Fatal(err)
 	}
 	reportRuns(b, elapsed)
+}
+
+// chainLengths are the run lengths of the long-run benchmark.
+var chainLengths = []int{100, 400, 1600}
+
+// BenchmarkLongRun: one op is one run of n sequential steps (activities),
+// started and awaited alone, on cairn's embedded World and on go-workflows'
+// SQLite backend in one benchmark run. It reports the time, allocations and,
+// for cairn, World writes per step: a runtime whose per-step cost grows with
+// the run's length shows it as ns/step rising with n.
+func BenchmarkLongRun(b *testing.B) {
+	for _, n := range chainLengths {
+		b.Run(fmt.Sprintf("cairn/n=%d", n), func(b *testing.B) {
+			c, err := startCairn(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			baseA, baseQ := c.world.appends.Load(), c.world.queues.Load()
+			measure(b, n, func(ctx context.Context, i int) error { return c.chain(ctx, n) })
+			st := c.client.CacheStats()
+			if err := c.stop(); err != nil {
+				b.Fatal(err)
+			}
+			steps := float64(b.N * n)
+			b.ReportMetric(float64(c.world.appends.Load()-baseA+c.world.queues.Load()-baseQ)/steps, "writes/step")
+			b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses+st.Stale), "cache-hit-ratio")
+		})
+		b.Run(fmt.Sprintf("go-workflows/n=%d", n), func(b *testing.B) {
+			g, err := startGoWorkflows(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			measure(b, n, func(ctx context.Context, i int) error { return g.chain(ctx, fmt.Sprintf("chain-%d", i), n) })
+			if err := g.stop(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// measure runs op b.N times in sequence and reports ns/step, allocs/step and
+// B/step for runs of n steps.
+func measure(b *testing.B, n int, op func(ctx context.Context, i int) error) {
+	ctx := context.Background()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		if err := op(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	steps := float64(b.N * n)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/steps, "ns/step")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/steps, "allocs/step")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/steps, "B/step")
+}
+
+// suspendedRuns is how many runs BenchmarkCachedRunsHeap holds suspended.
+const suspendedRuns = 10_000
+
+// cacheBytes is the run cache bound BenchmarkCachedRunsHeap configures.
+const cacheBytes = 256 << 20
+
+// BenchmarkCachedRunsHeap holds suspendedRuns runs of Parked (one step done,
+// waiting on a hook) in the run cache of one client and reports the heap and
+// goroutine stacks they take: measured as the difference before and after the
+// cache is flushed, each after a GC, so the World's own memory is left out.
+// The run is one op whatever b.N is (use -benchtime 1x).
+func BenchmarkCachedRunsHeap(b *testing.B) {
+	c, err := startCairnWith(b.TempDir(), workflow.CacheConfig{MaxRuns: suspendedRuns, MaxBytes: cacheBytes, IdleTTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := c.stop(); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	ctx := context.Background()
+	err = drive(ctx, suspendedRuns, func(ctx context.Context, i int) error {
+		_, err := workflow.Start(ctx, c.client, Parked{}, fmt.Sprintf("parked-%d", i))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for c.client.CacheStats().Runs < suspendedRuns {
+		if time.Now().After(deadline) {
+			b.Fatalf("runs cached: %+v", c.client.CacheStats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := c.client.CacheStats()
+	held := readMem()
+	c.client.FlushCache()
+	freed := readMem()
+	heap := float64(held.HeapAlloc) - float64(freed.HeapAlloc)
+	stack := float64(held.StackInuse) - float64(freed.StackInuse)
+	b.ReportMetric(heap/(1<<20), "heap-MiB")
+	b.ReportMetric(stack/(1<<20), "stack-MiB")
+	b.ReportMetric((heap+stack)/suspendedRuns, "B/run")
+	b.ReportMetric(float64(st.Bytes)/(1<<20), "estimate-MiB")
+	b.ReportMetric(float64(cacheBytes)/(1<<20), "limit-MiB")
+	if st.Runs != suspendedRuns || st.Bytes > cacheBytes || heap+stack > cacheBytes {
+		b.Fatalf("cache %+v: heap %.0f + stacks %.0f bytes for %d runs, limit %d", st, heap, stack, suspendedRuns, cacheBytes)
+	}
+}
+
+func readMem() runtime.MemStats {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
 }

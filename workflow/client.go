@@ -54,13 +54,18 @@ type Config struct {
 	PollInterval time.Duration
 	// QueueSteps runs every step attempt in a delivery of its own. By default a
 	// step that is the only new operation the workflow reaches runs inline, in
-	// the workflow's delivery, recorded as it starts with its creation: two
-	// appends per step and no queue round trip. Parallel steps, retries, and
-	// steps reached after the entry point's hand-off time ([worlds.HandOffAt])
-	// are queued either way.
+	// the workflow's delivery, recorded as it starts with its creation, its
+	// outcome appended with whatever the code reaches next: about one append per
+	// step and no queue round trip. Parallel steps, retries, and steps reached
+	// after the entry point's hand-off time ([worlds.HandOffAt]) are queued either
+	// way.
 	QueueSteps bool
 	// StepInterceptor, if set, wraps every step attempt; see [StepInterceptor].
 	StepInterceptor StepInterceptor
+	// Cache bounds the run cache, which keeps suspended executions in memory so a
+	// run's next delivery in this process resumes where it stopped instead of
+	// replaying the run; on by default. See [CacheConfig] and [CacheEnv].
+	Cache CacheConfig
 }
 
 // engine is the validated runtime configuration.
@@ -74,6 +79,7 @@ type engine struct {
 	poll       time.Duration
 	queueSteps bool
 	intercept  StepInterceptor
+	cache      *runCache // nil: no run cache
 }
 
 func newEngine(cfg Config) (*engine, error) {
@@ -97,6 +103,12 @@ func newEngine(cfg Config) (*engine, error) {
 	case cfg.PollInterval < 0:
 		return nil, &ConfigError{Field: "Config.PollInterval", Value: cfg.PollInterval, Reason: "must not be negative"}
 	}
+	if err := cfg.Cache.validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Cache.Disabled && !cacheOffByEnv() {
+		e.cache = newRunCache(cfg.Cache, e.clock, e.obs)
+	}
 	if e.maxPayload == 0 {
 		e.maxPayload = DefaultMaxPayloadBytes
 		if cfg.World != nil {
@@ -114,8 +126,10 @@ func newEngine(cfg Config) (*engine, error) {
 
 // defaultEngine serves Runners used without a Client (for example handed straight
 // to a World's worker entry point).
+//
+// It has no run cache: nothing would end the executions it held.
 func defaultEngine(w worlds.World) *engine {
-	e, _ := newEngine(Config{World: w})
+	e, _ := newEngine(Config{World: w, Cache: CacheConfig{Disabled: true}})
 	return e
 }
 
@@ -169,13 +183,34 @@ func (c *Client) World() worlds.World { return c.eng.world }
 func (c *Client) Runner(r worlds.Runner) worlds.Runner { return &configured{inner: r, eng: c.eng} }
 
 // Serve runs the client's World's deliveries with runners until ctx ends. The World
-// must implement [worlds.Server] (the embedded World does).
+// must implement [worlds.Server] (the embedded World does). When it returns, the
+// run cache is flushed ([Client.FlushCache]).
 func (c *Client) Serve(ctx context.Context, runners ...worlds.Runner) error {
 	srv, ok := c.eng.world.(worlds.Server)
 	if !ok {
 		return &ConfigError{Field: "Config.World", Value: fmt.Sprintf("%T", c.eng.world), Reason: "does not implement worlds.Server; run its worker entry point instead"}
 	}
+	defer c.FlushCache()
 	return srv.Serve(ctx, c.Runner(worlds.Runners(runners...)))
+}
+
+// FlushCache ends every execution held in the client's run cache (their deferred
+// functions run); the runs replay on their next delivery. Call it when a process
+// that runs deliveries through [Client.Runner] stops taking them, so no parked
+// goroutine outlives it; [Client.Serve] does it itself.
+func (c *Client) FlushCache() {
+	if c.eng.cache != nil {
+		c.eng.cache.flush()
+	}
+}
+
+// CacheStats returns a snapshot of the client's run cache; all zero when the
+// cache is off.
+func (c *Client) CacheStats() CacheStats {
+	if c.eng.cache == nil {
+		return CacheStats{}
+	}
+	return c.eng.cache.stats()
 }
 
 type configured struct {
@@ -408,6 +443,9 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	}
 	if _, err := c.eng.world.Append(ctx, runID, evs...); err != nil {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	}
+	if c.eng.cache != nil {
+		c.eng.cache.drop(runID)
 	}
 	run, _ := c.eng.world.GetRun(ctx, runID)
 	c.eng.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.RunCancelled, errors.New(reason))

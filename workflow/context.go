@@ -58,10 +58,10 @@ func withInfo(ctx context.Context, info Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, staticInfo(info))
 }
 
-// wfContext is the Context implementation: the delivery context without its
-// cancellation, plus the execution.
+// wfContext is the Context implementation: the values of the delivery running the
+// workflow, without its cancellation, plus the execution. A cached execution
+// resumed by a later delivery sees that delivery's values.
 type wfContext struct {
-	context.Context
 	exec *execution
 }
 
@@ -71,10 +71,12 @@ func (c *wfContext) Value(key any) any {
 	if key == (infoKey{}) {
 		return c.exec
 	}
-	return c.Context.Value(key)
+	return c.exec.deliveryCtx().Value(key)
 }
 
 func (c *wfContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *wfContext) Done() <-chan struct{}       { return nil }
+func (c *wfContext) Err() error                  { return nil }
 
 func execOf(ctx Context) (*execution, error) {
 	if ctx == nil {

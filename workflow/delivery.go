@@ -19,131 +19,470 @@ const maxAdvanceRounds = 8
 // context ended.
 const recordTimeout = 10 * time.Second
 
-// advance handles a DeliverWorkflow delivery: it replays the workflow against the
-// log and appends what the code reached next, or the run's end.
+// advance handles a DeliverWorkflow delivery: it resumes the run's cached
+// execution after applying the events appended since, or replays the workflow
+// against the log, and appends what the code reached next, or the run's end.
 func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 	runID := d.Input.RunID
+	info := Info{RunID: runID, WorkflowName: d.Input.WorkflowName}
+	var x *execution
+	result := CacheOff
+	if e.cache != nil {
+		result = CacheMiss
+		if x = e.cache.take(runID, e.world); x != nil {
+			result = CacheStale
+			if d.Attempt <= 1 {
+				// A redelivery may follow a crash of this very delivery between its
+				// writes: it replays, which re-queues pending operations.
+				ok, done, err := e.refresh(ctx, d, x)
+				if done {
+					// The run ended or is gone (or could not be read): let go of it.
+					e.cache.discard(x, EvictDropped)
+					return err
+				}
+				if ok {
+					result = CacheHit
+					info.WorkflowName = x.wfName
+				}
+			}
+			if result != CacheHit {
+				x.abort()
+				x = nil
+			}
+		}
+	}
+	e.cache.lookup(ctx, e.obs, info, result)
+	if x != nil {
+		x.proceed(withInfo(ctx, info))
+	}
 	raced := false // lost an append to a concurrent delivery
 	inlined := 0   // steps run inline by this delivery
 	for round := 0; round < maxAdvanceRounds; round++ {
-		run, err := e.world.GetRun(ctx, runID)
-		if errors.Is(err, worlds.ErrRunNotFound) {
-			e.log.WarnContext(ctx, "delivery for unknown run acknowledged", "run_id", runID)
-			return nil
+		var head []worlds.Event
+		if x == nil {
+			var done bool
+			var err error
+			ctx, x, head, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced) && inlined == 0)
+			if done {
+				return err
+			}
 		}
-		if err != nil {
+		again, err := e.drive(ctx, d, info, x, head, &inlined)
+		if !again {
 			return err
 		}
-		if run.Status.Terminal() {
-			return nil
-		}
-		events, err := worlds.AllEvents(ctx, e.world, runID)
-		if err != nil {
-			return err
-		}
-		info := Info{RunID: runID, WorkflowName: run.WorkflowName}
-		var extra []worlds.Event
-		if run.Status == worlds.RunPending {
-			extra = append(extra, worlds.Event{Type: worlds.EventRunStarted})
-		}
-		hist := buildHistory(run, events)
-		extra = append(extra, hist.dueWaits(e.clock())...)
-		if round == 0 && inlined == 0 {
-			if err := e.rearmEarlyWake(ctx, d, hist); err != nil {
-				return err
-			}
-		}
-		if len(extra) > 0 {
-			stored, err := e.world.Append(ctx, runID, extra...)
-			switch {
-			case errors.Is(err, worlds.ErrConflict):
-				raced = true
-				continue // a concurrent delivery got there first
-			case errors.Is(err, worlds.ErrTooEarly):
-				// The World's clock says a wait is not due yet: try again shortly.
-				return e.queueWorkflow(ctx, run.WorkflowName, runID, e.clock().Add(time.Second), "")
-			case errors.Is(err, worlds.ErrGone):
-				return nil
-			case err != nil:
-				return err
-			}
-			if run.Status == worlds.RunPending {
-				ctx = e.obs.RunStarted(ctx, info)
-			}
-			events = append(events, stored...)
-			run.Status = worlds.RunRunning
-			hist = buildHistory(run, events)
-		}
-		if (d.Attempt > 1 || raced) && inlined == 0 {
-			// This delivery ran before and may have died between an append and its
-			// queueing, or in a step it ran inline; or it lost a race to a
-			// concurrent delivery that may still die there: queue the deliveries of
-			// pending operations again. If that fails too, the delivery must fail,
-			// or the operations are never run.
-			if err := e.requeuePending(ctx, hist, d); err != nil {
-				return err
-			}
-		}
-
-		x := newExecution(e, e.world, hist, modeAdvance, "")
-		x.run(withInfo(ctx, info), f)
-		switch x.kind {
-		case outSuspended:
-			if len(x.pending) == 0 {
-				return nil
-			}
-			if p := x.pending[0]; len(x.pending) == 1 && p.kind == opStep && e.inlineOK(ctx) && inlined < maxInlineSteps {
-				done, err := e.runInline(ctx, d, info, p)
-				switch {
-				case errors.Is(err, worlds.ErrConflict):
-					raced = true
-					continue
-				case err != nil || !done:
-					return err
-				}
-				inlined++
-				round = -1 // progress, not a lost race: the round budget starts again
-				continue
-			}
-			evs := make([]worlds.Event, len(x.pending))
-			for i, p := range x.pending {
-				evs[i] = p.event
-			}
-			stored, err := e.world.Append(ctx, runID, evs...)
-			switch {
-			case errors.Is(err, worlds.ErrConflict):
-				raced = true
-				continue
-			case errors.Is(err, worlds.ErrGone):
-				return nil
-			case err != nil:
-				return err
-			}
-			return e.queueCreated(ctx, run.WorkflowName, runID, stored)
-		case outReturned:
-			if x.err != nil {
-				return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(x.err)}, x.err)
-			}
-			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}, nil)
-		case outDiverged:
-			ei := errorInfo(x.err)
-			ei.Fatal = true
-			e.log.ErrorContext(ctx, "workflow diverged from its history", "run_id", runID, "error", x.err)
-			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, x.err)
-		case outPanicked:
-			perr := &PanicError{Value: fmt.Sprint(x.panicVal), Stack: string(x.stack)}
-			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: &worlds.ErrorInfo{
-				Message: perr.Error(), Type: "panic", Fatal: true, Stack: perr.Stack}}, perr)
-		default:
-			err := errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
-			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(err)}, err)
-		}
+		raced, x = true, nil
 	}
 	if inlined > 0 {
 		// Out of rounds after progress: let a fresh delivery go on.
 		return e.queueWorkflow(ctx, d.Input.WorkflowName, runID, time.Time{}, "")
 	}
 	return fmt.Errorf("workflow: run %s: %w", runID, worlds.ErrAppendContention)
+}
+
+// advancing lists the events only a workflow delivery appends: finding one the
+// cached execution did not append means another process advanced the run.
+func advancing(t worlds.EventType) bool {
+	switch t {
+	case worlds.EventRunCreated, worlds.EventRunStarted, worlds.EventStepCreated, worlds.EventWaitCreated,
+		worlds.EventHookCreated, worlds.EventHookConflict, worlds.EventHookDisposed:
+		return true
+	}
+	return false
+}
+
+// refresh brings a cached execution up to the log: it reads the events appended
+// since the execution's last one and applies them, and completes waits now due.
+// ok false means the entry is stale and the run must be replayed; done means the
+// delivery is over (the run ended or went away, or reading failed) with err.
+func (e *engine) refresh(ctx context.Context, d worlds.Delivery, x *execution) (ok, done bool, err error) {
+	runID := x.runID
+	var events []worlds.Event
+	filter := worlds.EventFilter{AfterSeq: x.stored, Limit: worlds.MaxPageSize}
+	for {
+		page, err := e.world.ListEvents(ctx, runID, filter)
+		if errors.Is(err, worlds.ErrRunNotFound) {
+			e.log.WarnContext(ctx, "delivery for unknown run acknowledged", "run_id", runID)
+			return false, true, nil
+		}
+		if err != nil {
+			return false, true, err
+		}
+		events = append(events, page.Items...)
+		if page.Cursor == "" {
+			break
+		}
+		filter.Cursor = page.Cursor
+	}
+	seq := x.stored
+	for _, ev := range events {
+		switch {
+		case ev.Type == worlds.EventRunCompleted || ev.Type == worlds.EventRunFailed || ev.Type == worlds.EventRunCancelled:
+			return false, true, nil
+		case ev.Seq != seq+1 || advancing(ev.Type):
+			return false, false, nil
+		}
+		seq = ev.Seq
+	}
+	x.hist.apply(events)
+	x.stored = x.hist.seq
+	if due := x.hist.dueWaits(e.clock()); len(due) > 0 {
+		stored, err := e.world.Append(ctx, runID, due...)
+		if err != nil {
+			return false, false, nil // the replay handles it
+		}
+		if !x.applyStored(stored) {
+			return false, false, nil
+		}
+	}
+	if err := e.rearmEarlyWake(ctx, d, x.hist); err != nil {
+		return false, true, err
+	}
+	return true, false, nil
+}
+
+// replay reads the run and its whole log, appends completed waits when due, and
+// runs the workflow from the start until it parks or ends. done means the
+// delivery is over with err. A pending run's run_started is not appended here
+// but returned in head, to go with the first write the code reaches; the
+// execution's history holds it already.
+func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *Info, rearm, requeue bool) (_ context.Context, x *execution, head []worlds.Event, done bool, err error) {
+	runID := d.Input.RunID
+	for {
+		run, err := e.world.GetRun(ctx, runID)
+		if errors.Is(err, worlds.ErrRunNotFound) {
+			e.log.WarnContext(ctx, "delivery for unknown run acknowledged", "run_id", runID)
+			return ctx, nil, nil, true, nil
+		}
+		if err != nil {
+			return ctx, nil, nil, true, err
+		}
+		if run.Status.Terminal() {
+			return ctx, nil, nil, true, nil
+		}
+		events, err := worlds.AllEvents(ctx, e.world, runID)
+		if err != nil {
+			return ctx, nil, nil, true, err
+		}
+		*info = Info{RunID: runID, WorkflowName: run.WorkflowName}
+		hist := buildHistory(run, events)
+		extra := hist.dueWaits(e.clock())
+		if rearm {
+			if err := e.rearmEarlyWake(ctx, d, hist); err != nil {
+				return ctx, nil, nil, true, err
+			}
+			rearm = false
+		}
+		if len(extra) > 0 {
+			stored, err := e.world.Append(ctx, runID, extra...)
+			switch {
+			case errors.Is(err, worlds.ErrConflict):
+				requeue = true
+				continue // a concurrent delivery got there first
+			case errors.Is(err, worlds.ErrTooEarly):
+				// The World's clock says a wait is not due yet: try again shortly.
+				return ctx, nil, nil, true, e.queueWorkflow(ctx, run.WorkflowName, runID, e.clock().Add(time.Second), "")
+			case errors.Is(err, worlds.ErrGone):
+				return ctx, nil, nil, true, nil
+			case err != nil:
+				return ctx, nil, nil, true, err
+			}
+			hist.apply(stored)
+		}
+		if requeue {
+			// This delivery ran before and may have died between an append and its
+			// queueing, or in a step it ran inline; or it lost a race to a
+			// concurrent delivery that may still die there: queue the deliveries of
+			// pending operations again. If that fails too, the delivery must fail,
+			// or the operations are never run.
+			if err := e.requeuePending(ctx, hist, d); err != nil {
+				return ctx, nil, nil, true, err
+			}
+		}
+		stored := hist.seq
+		if run.Status == worlds.RunPending {
+			head = []worlds.Event{{Type: worlds.EventRunStarted}}
+			hist.run.Status = worlds.RunRunning
+			hist.apply([]worlds.Event{{Type: worlds.EventRunStarted, RunID: runID, Seq: hist.seq + 1, CreatedAt: e.clock().UTC()}})
+			ctx = e.obs.RunStarted(ctx, *info)
+		}
+		x = newExecution(e, e.world, hist, modeAdvance, "")
+		x.stored = stored
+		x.run(withInfo(ctx, *info), f)
+		return ctx, x, head, false, nil
+	}
+}
+
+// carried is the outcome of a step attempt run inline that is still to be
+// appended: it goes with the next write the workflow code reaches (the next
+// step's creation, a wait, a hook, the run's end), so a sequential workflow
+// costs one append per step. The execution's history holds it already, with the
+// Seq it will get; the code may not read its time before it is stored
+// ([execution.stored]).
+//
+// If the process dies before that write, the step's started attempt has no
+// outcome in the log, and the delivery's redelivery queues the attempt again:
+// the step runs again, as steps run at least once.
+type carried struct {
+	ev     worlds.Event
+	out    *StepOutcome
+	info   Info
+	actx   context.Context // the attempt's context, for StepFinished
+	rctx   context.Context // outlives the delivery's context, to record in
+	cancel context.CancelFunc
+}
+
+// stored tells observers the outcome is in the log. The recording context stays
+// usable for the writes that follow in the delivery; drive releases it.
+func (c *carried) stored(e *engine) {
+	e.obs.StepFinished(c.actx, c.info, *c.out)
+}
+
+// settle records the outcome alone, as a queued step attempt does, after the
+// write it was to go with failed with cause, and wakes the run with a fresh
+// delivery; the execution was aborted. A transient cause is returned so the
+// delivery is retried: the write may have been applied with its response lost.
+func (c *carried) settle(e *engine, cause error) error {
+	defer c.cancel()
+	_, err := e.appendOutcome(c.rctx, c.info.RunID, c.ev)
+	err = e.settleOutcome(c.rctx, c.actx, c.info, c.ev, c.out, err)
+	if worlds.KindOf(cause) == nil {
+		return errors.Join(cause, err)
+	}
+	return err
+}
+
+// applyStored applies events the execution's delivery appended to its history.
+// When the first is a carried outcome already in the history, it replaces it
+// with the stored copy, whose time is the World's. It returns false when the
+// events do not follow the history's without a gap (another writer appended in
+// between): the history no longer matches the log.
+func (x *execution) applyStored(stored []worlds.Event) bool {
+	if len(stored) == 0 {
+		return true
+	}
+	first := stored[0]
+	if x.hist.seq > x.stored {
+		// The history ends with an event not yet stored (run_started or a carried
+		// outcome): stored[0] must be it.
+		var t *worlds.Event
+		if first.Type == worlds.EventRunStarted {
+			t = x.hist.started
+		} else if r := x.hist.byID[first.CorrelationID]; r != nil {
+			t = r.done
+		}
+		if t == nil || first.Seq != x.stored+1 || x.hist.seq != first.Seq || t.Seq != first.Seq || t.Type != first.Type {
+			return false
+		}
+		*t = first
+		if x.consumed == first.Seq {
+			x.now = first.CreatedAt
+		}
+		x.stored = first.Seq
+		stored = stored[1:]
+		if len(stored) == 0 {
+			return true
+		}
+	}
+	if stored[0].Seq != x.hist.seq+1 {
+		return false
+	}
+	x.hist.apply(stored)
+	x.stored = x.hist.seq
+	return true
+}
+
+// keep puts the parked execution in the run cache, or ends it.
+func (e *engine) keep(x *execution) {
+	if e.cache != nil {
+		e.cache.put(x.runID, e.world, x)
+		return
+	}
+	x.abort()
+}
+
+// drive takes the execution from where it parked or ended to the end of the
+// delivery: it appends what the code reached, runs a lone new step inline and
+// resumes the code with its outcome, and finally caches the parked execution.
+// again reports a lost race: the caller replays the run from the log (x ended).
+func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *execution, head []worlds.Event, inlined *int) (again bool, err error) {
+	runID := info.RunID
+	var carry *carried
+	var cancels []context.CancelFunc // of the carried outcomes' recording contexts
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	// fail ends x after the append of evs failed with err.
+	fail := func(err error) (bool, error) {
+		x.abort()
+		if c := carry; c != nil {
+			carry = nil
+			return false, c.settle(e, err)
+		}
+		switch {
+		case errors.Is(err, worlds.ErrConflict):
+			return true, nil
+		case errors.Is(err, worlds.ErrGone):
+			return false, nil
+		}
+		return false, err
+	}
+	for {
+		wctx := ctx
+		evs := append([]worlds.Event(nil), head...)
+		if carry != nil {
+			wctx = carry.rctx
+			evs = append(evs, carry.ev)
+		}
+		switch x.kind {
+		case outNeedClock:
+			// The code asked for the time of the carried outcome: store it now.
+			stored, err := e.world.Append(wctx, runID, evs...)
+			if err != nil {
+				return fail(err)
+			}
+			head = nil
+			synced := x.applyStored(stored)
+			if carry != nil {
+				carry.stored(e)
+				carry = nil
+			}
+			if !synced {
+				x.abort()
+				return false, e.queueWorkflow(wctx, info.WorkflowName, runID, time.Time{}, "")
+			}
+			x.proceed(withInfo(ctx, info))
+			continue
+		case outSuspended:
+		default:
+			x.abort()
+			c := carry
+			carry = nil
+			return false, e.end(wctx, info, x, head, c)
+		}
+		p := pendingOp{}
+		if len(x.pending) > 0 {
+			p = x.pending[0]
+		}
+		inline := len(x.pending) == 1 && p.kind == opStep && ctx.Err() == nil && e.inlineOK(ctx) && *inlined < maxInlineSteps
+		for _, op := range x.pending {
+			evs = append(evs, op.event)
+			if op.step != nil {
+				if x.fns == nil {
+					x.fns = map[string]*captured{}
+				}
+				x.fns[op.event.CorrelationID] = op.step
+			}
+		}
+		if inline {
+			// Create the step and start its first attempt in one append, naming this
+			// delivery in step_started: if the delivery dies during the attempt, its
+			// redelivery finds the step started under its own ID and queues the next
+			// attempt (requeuePending).
+			evs = append(evs, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID})
+		}
+		if len(evs) == 0 {
+			e.keep(x) // waiting for something outside: a step delivery, a hook, a timer
+			return false, nil
+		}
+		stored, err := e.world.Append(wctx, runID, evs...)
+		if err != nil {
+			return fail(err)
+		}
+		head = nil
+		synced := x.applyStored(stored)
+		if carry != nil {
+			carry.stored(e)
+			carry = nil
+		}
+		if !inline {
+			// Cache the execution before queueing, so the queued steps' deliveries
+			// find their functions in it.
+			if synced {
+				e.keep(x)
+			} else {
+				x.abort()
+			}
+			return false, e.queueCreated(wctx, info.WorkflowName, runID, stored)
+		}
+		*inlined++
+		sinfo := Info{RunID: runID, WorkflowName: info.WorkflowName, StepID: p.event.CorrelationID, StepName: p.step.name, Attempt: 1}
+		ev, out, actx, rctx, cancel := e.attempt(ctx, sinfo, p.step, p.event.Input)
+		cancels = append(cancels, cancel)
+		c := &carried{ev: ev, out: out, info: sinfo, actx: actx, rctx: rctx, cancel: cancel}
+		if ev.Type == worlds.EventStepRetrying || !synced {
+			// A retry is recorded now and queued as a step delivery. A history out of
+			// step with the log is let go of: the outcome is recorded alone and a
+			// fresh delivery replays the run.
+			stored, err := e.appendOutcome(rctx, runID, ev)
+			if err == nil && synced && x.applyStored(stored) {
+				c.stored(e)
+				err = e.queueStep(rctx, info.WorkflowName, runID, ev.CorrelationID, *ev.RetryAt)
+				e.keep(x)
+				return false, err
+			}
+			x.abort()
+			return false, e.settleOutcome(rctx, actx, sinfo, ev, out, err)
+		}
+		// Hand the outcome to the code before it is stored: the code runs on to what
+		// it reaches next, and the outcome is appended with that.
+		tev := ev
+		tev.RunID, tev.Seq, tev.CreatedAt = runID, x.stored+1, e.clock().UTC()
+		x.hist.apply([]worlds.Event{tev})
+		carry = c
+		x.proceed(withInfo(ctx, info))
+	}
+}
+
+// end appends the run's terminal event for an execution that returned, diverged,
+// panicked or exited, after the carried outcome, if any.
+func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds.Event, c *carried) error {
+	var ev worlds.Event
+	var cause error
+	switch x.kind {
+	case outReturned:
+		if x.err != nil {
+			ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(x.err)}, x.err
+		} else {
+			ev = worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}
+		}
+	case outDiverged:
+		ei := errorInfo(x.err)
+		ei.Fatal = true
+		e.log.ErrorContext(ctx, "workflow diverged from its history", "run_id", info.RunID, "error", x.err)
+		ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: ei}, x.err
+	case outPanicked:
+		perr := &PanicError{Value: fmt.Sprint(x.panicVal), Stack: string(x.stack)}
+		ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: &worlds.ErrorInfo{
+			Message: perr.Error(), Type: "panic", Fatal: true, Stack: perr.Stack}}, perr
+	default:
+		cause = errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
+		ev = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(cause)}
+	}
+	if c == nil {
+		if len(head) > 0 {
+			// run_started goes first; a rejected end is handled by the replay of a
+			// fresh round once run_started is stored.
+			if _, err := e.world.Append(ctx, info.RunID, append(head, ev)...); err == nil {
+				e.finished(ctx, info, ev, cause)
+				return nil
+			} else if _, err := e.world.Append(ctx, info.RunID, head...); err != nil && !errors.Is(err, worlds.ErrConflict) && !errors.Is(err, worlds.ErrGone) {
+				return err
+			}
+			return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
+		}
+		return e.finish(ctx, info, ev, cause)
+	}
+	if _, err := e.world.Append(ctx, info.RunID, c.ev, ev); err != nil {
+		// Record the outcome alone; the fresh delivery settle queues replays the
+		// run and ends it as this one would have.
+		return c.settle(e, err)
+	}
+	c.stored(e)
+	e.finished(ctx, info, ev, cause)
+	return nil
 }
 
 // maxInlineSteps bounds the steps one delivery runs inline before it hands the
@@ -162,42 +501,6 @@ func (e *engine) inlineOK(ctx context.Context) bool {
 	return true
 }
 
-// runInline creates step p and starts its first attempt in one append, naming
-// this delivery in step_started, runs the attempt here and records its outcome.
-// done reports that the run may go on at once (the step completed or failed for
-// good); a retry is queued as a step delivery. A conflict means a concurrent
-// delivery appended first: the caller re-reads the log.
-//
-// If this delivery dies during the attempt, its redelivery finds the step
-// started under its own ID and queues the next attempt (requeuePending).
-func (e *engine) runInline(ctx context.Context, d worlds.Delivery, run Info, p pendingOp) (done bool, err error) {
-	started := worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID}
-	if _, err := e.world.Append(ctx, run.RunID, p.event, started); err != nil {
-		if errors.Is(err, worlds.ErrGone) {
-			return false, nil
-		}
-		return false, err
-	}
-	info := Info{RunID: run.RunID, WorkflowName: run.WorkflowName, StepID: p.event.CorrelationID, StepName: p.step.name, Attempt: 1}
-	ev, out, actx, rctx, cancel := e.attempt(ctx, info, p.step, p.event.Input)
-	defer cancel()
-	err = e.appendOutcome(rctx, run.RunID, ev)
-	switch {
-	case err == nil:
-		e.obs.StepFinished(actx, info, *out)
-		if ev.Type == worlds.EventStepRetrying {
-			return false, e.queueStep(rctx, run.WorkflowName, run.RunID, ev.CorrelationID, *ev.RetryAt)
-		}
-		return true, nil
-	case errors.Is(err, worlds.ErrConflict):
-		return false, err // recorded by a concurrent delivery, or our own lost response
-	default:
-		// Gone, an output too large, a World still failing: the queued path's
-		// handling, which wakes the run once recorded.
-		return false, e.settleOutcome(rctx, actx, info, ev, out, err)
-	}
-}
-
 // finish appends the run's terminal event.
 func (e *engine) finish(ctx context.Context, info Info, ev worlds.Event, cause error) error {
 	if _, err := e.world.Append(ctx, info.RunID, ev); err != nil {
@@ -211,13 +514,19 @@ func (e *engine) finish(ctx context.Context, info Info, ev worlds.Event, cause e
 		}
 		return err
 	}
+	e.finished(ctx, info, ev, cause)
+	return nil
+}
+
+// finished tells observers the run ended with terminal event ev and closes its
+// streams.
+func (e *engine) finished(ctx context.Context, info Info, ev worlds.Event, cause error) {
 	status := worlds.RunCompleted
 	if ev.Type == worlds.EventRunFailed {
 		status = worlds.RunFailed
 	}
 	e.obs.RunFinished(ctx, info, status, cause)
 	e.closeStreams(ctx, info.RunID)
-	return nil
 }
 
 // queueCreated queues what newly created operations need: a step delivery per step,
@@ -246,16 +555,16 @@ const outcomeRetries = 5
 // failures with backoff: the attempt has already run, and giving up here means
 // running its side effect again on redelivery. Rejections (any worlds error
 // kind) are final and returned at once.
-func (e *engine) appendOutcome(ctx context.Context, runID string, ev worlds.Event) error {
+func (e *engine) appendOutcome(ctx context.Context, runID string, ev worlds.Event) ([]worlds.Event, error) {
 	wait := 20 * time.Millisecond
 	for i := 0; ; i++ {
-		_, err := e.world.Append(ctx, runID, ev)
+		stored, err := e.world.Append(ctx, runID, ev)
 		if err == nil || i == outcomeRetries || worlds.KindOf(err) != nil {
-			return err
+			return stored, err
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return nil, err
 		case <-time.After(wait):
 		}
 		wait *= 2
@@ -275,9 +584,8 @@ func (e *engine) rearmEarlyWake(ctx context.Context, d worlds.Delivery, h *histo
 		return nil
 	}
 	now := e.clock()
-	for pos := 1; pos <= h.maxPos; pos++ {
-		r := h.byPos[pos]
-		if r == nil || r.kind != opWait || r.done != nil || r.created.ResumeAt == nil || wakeID(h.run.RunID, r.id) != d.ID {
+	for _, r := range h.waiting {
+		if r.done != nil || r.created.ResumeAt == nil || wakeID(h.run.RunID, r.id) != d.ID {
 			continue
 		}
 		if now.Before(*r.created.ResumeAt) {
@@ -364,6 +672,10 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 		return nil
 	}
 
+	if c := e.cache.step(runID, e.world, stepID); c != nil && c.name == step.StepName {
+		// The run's cached execution queued this step: it has the function.
+		return e.startAttempt(ctx, d, run, step, c)
+	}
 	events, err := worlds.AllEvents(ctx, e.world, runID)
 	if err != nil {
 		return err
@@ -387,7 +699,13 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 		ei.Fatal = true
 		return e.finish(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, err)
 	}
-	c := x.capture
+	return e.startAttempt(ctx, d, run, step, x.capture)
+}
+
+// startAttempt starts and runs the next attempt of step, whose function is c.
+func (e *engine) startAttempt(ctx context.Context, d worlds.Delivery, run worlds.Run, step worlds.Step, c *captured) error {
+	runID, stepID, wf := d.Input.RunID, d.Input.StepID, d.Input.WorkflowName
+	now := e.clock()
 	attempt := step.Attempt + 1
 	info := Info{RunID: runID, WorkflowName: run.WorkflowName, StepID: stepID, StepName: step.StepName, Attempt: attempt}
 	if attempt > c.opts.retry.MaxAttempts {
@@ -450,7 +768,8 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 //
 // actx is the attempt's context, which the observer's StepFinished receives.
 func (e *engine) stepOutcome(ctx, actx context.Context, info Info, ev worlds.Event, out *StepOutcome) error {
-	return e.settleOutcome(ctx, actx, info, ev, out, e.appendOutcome(ctx, info.RunID, ev))
+	_, err := e.appendOutcome(ctx, info.RunID, ev)
+	return e.settleOutcome(ctx, actx, info, ev, out, err)
 }
 
 // settleOutcome goes on from appending an attempt's outcome, whose result was

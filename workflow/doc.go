@@ -2,28 +2,36 @@
 // with a Run method and steps as plain functions, start and inspect runs, and let any
 // [worlds.World] store them.
 //
-// A workflow is re-executed from the start on every delivery and replayed against its
-// run's event log: each [Step], [Go], [Sleep] and [CreateHook] call gets a
-// correlation ID from its position in call order ("step_1", "wait_2", "hook_3"), and
-// a call whose result is already in the log returns it without running anything.
-// When the code reaches an operation the log has not resolved, the runtime appends
-// the events that create it in one write, queues the deliveries that will resolve it
-// (a step attempt, a timer) and suspends the workflow by ending its goroutine with
-// [runtime.Goexit]. Goexit, unlike a panic, cannot be swallowed by a recover in user
-// code; deferred functions still run, and any workflow operation they call while the
-// workflow is suspending ends the goroutine again. Workflow code must therefore be
-// deterministic: take the time from [Now], random values from [Random], and do all
-// I/O in steps. Code that diverges from its history fails the run with an error
+// A workflow runs on its own goroutine against its run's event log: each [Step],
+// [Go], [Sleep] and [CreateHook] call gets a correlation ID from its position in call
+// order ("step_1", "wait_2", "hook_3"), and a call whose result is already in the
+// log returns it without running anything. When the code reaches an operation the
+// log has not resolved, the runtime appends the events that create it in one write,
+// queues the deliveries that will resolve it (a step attempt, a timer) and
+// suspends the workflow: its goroutine parks, and stays parked in the client's run
+// cache (see below) until a later delivery of the run resumes it, or is ended with
+// [runtime.Goexit] when the run leaves the cache. Goexit, unlike a panic, cannot be
+// swallowed by a recover in user code; deferred functions then run, and any
+// workflow operation they call ends the goroutine again. A run not in the cache is
+// replayed: its workflow is executed from the start, every resolved call returning
+// its logged result. Workflow code must therefore be deterministic: take the time
+// from [Now], random values from [Random], and do all I/O in steps. Code that
+// diverges from its history fails the run, when it is replayed, with an error
 // matching [ErrNondeterminism] naming the position, the recorded operation and the
 // one the code asked for.
 //
 // Steps run at least once, with a retry policy (3 attempts with exponential
 // backoff by default). A step that is the only new operation the code reaches runs
 // inline, in the workflow's delivery, recorded as started in the same append that
-// creates it; parallel steps, retries, steps reached after the entry point's
-// hand-off time, and every step with [Config].QueueSteps run in deliveries of their
-// own. A step returning an error wrapped with
-// [Fatal] is not retried. Steps may write chunks to named streams with [WriteStream];
+// creates it; its outcome is handed to the code at once and appended together with
+// whatever the code reaches next (the next step, a sleep, a hook, the run's end),
+// so a sequential workflow costs about one World write per step. A process that
+// dies between a step's end and that write leaves the step started without an
+// outcome: the delivery's redelivery runs it again. Parallel steps, retries, steps
+// reached after the entry point's hand-off time, the step after every 64 run
+// inline by one delivery, and every step with [Config].QueueSteps run in
+// deliveries of their own. A step returning an error wrapped with [Fatal] is not
+// retried. Steps may write chunks to named streams with [WriteStream];
 // clients read them with [Client.ReadStream].
 //
 // Running: [Use] turns a workflow value into a [worlds.Runner]; [Client.Serve] runs
@@ -33,8 +41,27 @@
 // idempotently: a step already completed is never run again, duplicate or stale
 // attempts are acknowledged, and a delivery that was redelivered re-queues the
 // deliveries of pending operations in case its first run died between writing and
-// queueing. Each step delivery replays the workflow up to the step's call to find
-// its function, so a workflow with n operations costs O(n) per delivery.
+// queueing.
+//
+// Cost: a [Client] keeps the executions of suspended runs in a run cache
+// ([Config].Cache, on by default: at most DefaultCacheMaxRuns runs and
+// DefaultCacheMaxBytes of estimated memory, a run idle for DefaultCacheIdleTTL
+// evicted, least recently used first). A delivery of a cached run reads only the
+// events appended since the execution's last one ([worlds.EventFilter].AfterSeq)
+// and resumes it, and a step delivery of a cached run takes the step's function
+// from the execution, so a run of n sequential steps costs O(1) reads, writes and
+// CPU per step, O(n) in all. The cache lives in the process, so it serves the
+// deliveries that process receives: all of them on the embedded World, the warm
+// invocations of one Lambda execution environment through [Client.Runner]. A
+// delivery the cache cannot serve replays the run, which costs O(n) for a run of
+// n operations: the first delivery in a process, a run evicted or advanced by
+// another process meanwhile (detected by the events the execution did not append
+// itself), a redelivery after a failure, and every delivery when the cache is off
+// ([CacheConfig].Disabled, or the environment variable named by [CacheEnv] set to
+// "off"). A cache hit resumes exactly the state a replay would rebuild; workflow
+// code that is not deterministic may diverge only on replay. [Client.CacheStats],
+// the [CacheObserver] callbacks, workflowprom's cache counters and workflowotel's
+// span attribute show how deliveries are served.
 //
 // Observability seams for tracing and metrics: [InfoFrom] reads the run, step and
 // attempt identity from any context the runtime hands out; [NewLogHandler] wraps a

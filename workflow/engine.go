@@ -39,6 +39,7 @@ const (
 	outDiverged                     // nondeterminism
 	outPanicked                     // workflow code panicked
 	outExited                       // the goroutine ended some other way (runtime.Goexit in user code)
+	outNeedClock                    // the code asked for the time of a step outcome not yet stored
 )
 
 // stepCall runs one attempt of a step on its recorded JSON input.
@@ -58,9 +59,14 @@ type pendingOp struct {
 	step  *captured // for a step: what running it inline needs
 }
 
-// execution is one re-execution of a workflow function against its history. All
-// fields except replaying and closed are touched only by the workflow goroutine
-// until done is closed, and by the delivery goroutine after.
+// execution is one execution of a workflow function against its history. It runs
+// on its own goroutine, which parks when the code reaches an operation the log has
+// not resolved; the delivery then appends what the code reached and either ends
+// the goroutine (abort) or keeps it in the run cache, to be resumed by a later
+// delivery after the events appended since are applied to its history. The
+// workflow goroutine and the delivery goroutine take turns: all fields except
+// replaying, closed and dctx are touched by one of them at a time, handed over
+// through parked and resume.
 type execution struct {
 	rt     *engine
 	world  worlds.World
@@ -70,17 +76,27 @@ type execution struct {
 	mode   execMode
 	target string
 
-	pos      int
-	pending  []pendingOp
+	pos     int
+	pending []pendingOp
+	// fns are the functions of the steps the execution's deliveries queued, for
+	// their step deliveries while it is cached.
+	fns      map[string]*captured
 	consumed int64
 	now      time.Time
 	rng      *rand.Rand
-	// stopping is set once the execution decided to suspend; operations called after
+	// stored is the Seq of the newest event known to be in the log; history past it
+	// is a step outcome still to be appended (tentative), whose time the code must
+	// not observe before it is stored.
+	stored int64
+	// stopping is set once the execution decided to end; operations called after
 	// it (from user defers) end the goroutine again.
 	stopping bool
 
 	replaying atomic.Bool
 	closed    atomic.Bool
+	dctx      atomic.Pointer[context.Context]
+	parked    chan struct{}
+	resume    chan bool
 	done      chan struct{}
 
 	kind     outcomeKind
@@ -95,7 +111,8 @@ func newExecution(rt *engine, w worlds.World, hist *history, mode execMode, targ
 	seed := sha256.Sum256([]byte(hist.run.RunID))
 	e := &execution{
 		rt: rt, world: w, hist: hist, runID: hist.run.RunID, wfName: hist.run.WorkflowName,
-		mode: mode, target: target, done: make(chan struct{}),
+		mode: mode, target: target, stored: hist.seq,
+		parked: make(chan struct{}), resume: make(chan bool), done: make(chan struct{}),
 		rng: rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:16]))),
 	}
 	if hist.started != nil {
@@ -112,9 +129,18 @@ func (e *execution) info() Info {
 	return Info{RunID: e.runID, WorkflowName: e.wfName, Replaying: e.replaying.Load()}
 }
 
-// run executes f in its own goroutine and waits for it to return or suspend.
+func (e *execution) deliveryCtx() context.Context { return *e.dctx.Load() }
+
+// setDeliveryCtx makes ctx's values (not its cancellation) the workflow context's.
+func (e *execution) setDeliveryCtx(ctx context.Context) {
+	c := context.WithoutCancel(ctx)
+	e.dctx.Store(&c)
+}
+
+// run executes f in its own goroutine and waits for it to return, end or park.
 func (e *execution) run(ctx context.Context, f flow) {
-	wctx := &wfContext{Context: context.WithoutCancel(ctx), exec: e}
+	e.setDeliveryCtx(ctx)
+	wctx := &wfContext{exec: e}
 	go func() {
 		returned := false
 		defer func() {
@@ -145,7 +171,56 @@ func (e *execution) run(ctx context.Context, f flow) {
 				Expected: e.hist.byPos[next].describe(), Actual: "return"}
 		}
 	}()
-	<-e.done
+	e.wait()
+}
+
+// wait waits for the workflow goroutine to park or end.
+func (e *execution) wait() {
+	select {
+	case <-e.parked:
+	case <-e.done:
+	}
+}
+
+// isParked reports whether the workflow goroutine is parked, waiting to be
+// resumed or aborted. Only the delivery goroutine calls it, between turns.
+func (e *execution) isParked() bool {
+	select {
+	case <-e.done:
+		return false
+	default:
+		return e.kind == outSuspended || e.kind == outNeedClock
+	}
+}
+
+// proceed resumes the parked workflow goroutine (its history already holds what
+// it waited for) and waits for it to park or end again.
+func (e *execution) proceed(ctx context.Context) {
+	e.pending = nil
+	e.setDeliveryCtx(ctx)
+	e.resume <- true
+	e.wait()
+}
+
+// abort ends a parked workflow goroutine with [runtime.Goexit] (its deferred
+// functions run) and waits until it has ended. It does nothing to an execution
+// that already ended.
+func (e *execution) abort() {
+	if e.isParked() {
+		e.resume <- false
+		<-e.done
+	}
+}
+
+// park hands control to the delivery with outcome kind and waits to be resumed;
+// an abort ends the goroutine.
+func (e *execution) park(kind outcomeKind) {
+	e.kind = kind
+	e.parked <- struct{}{}
+	if !<-e.resume {
+		e.stopping = true
+		runtime.Goexit()
+	}
 }
 
 // stop ends the workflow goroutine with the given outcome. It never returns.
@@ -206,10 +281,15 @@ func (e *execution) consume(ev *worlds.Event) {
 }
 
 // block is called by an operation whose result is not in the log: the code cannot
-// go on, so the execution suspends.
+// go on, so the execution parks until a delivery resumes it with more history (the
+// caller then looks again) or aborts it.
 func (e *execution) block() {
 	e.replaying.Store(false)
-	e.stop(outSuspended, nil)
+	if e.mode == modeCapture {
+		e.stop(outSuspended, nil)
+	}
+	e.park(outSuspended)
+	e.replaying.Store(false)
 }
 
 // Now returns the workflow's clock: the time of the newest event the code has
@@ -220,6 +300,11 @@ func Now(ctx Context) time.Time {
 		return time.Time{}
 	}
 	e.enter()
+	if e.consumed > e.stored {
+		// The clock comes from a step outcome still to be appended: have it stored
+		// first, so the code sees the time a replay of the log would.
+		e.park(outNeedClock)
+	}
 	return e.now
 }
 

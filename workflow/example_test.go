@@ -116,3 +116,49 @@ func ExampleCreateHook() {
 	fmt.Println(out)
 	// Output: paid
 }
+
+// Count runs n steps in sequence, each adding one.
+type Count struct{}
+
+func (Count) Run(ctx workflow.Context, n int) (int, error) {
+	v := 0
+	for range n {
+		var err error
+		if v, err = workflow.Step(ctx, "add", func(_ context.Context, v int) (int, error) { return v + 1, nil }, v); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
+// The run cache keeps suspended runs in memory, so a run's next delivery resumes
+// it instead of replaying it. Bound it to what the process can spare; the run
+// after every 64 steps run inline in one delivery is handed to a fresh delivery,
+// which resumes the cached execution.
+func ExampleCacheConfig() {
+	world, err := local.Open(context.Background(), local.Config{Path: local.Memory})
+	if err != nil {
+		panic(err)
+	}
+	defer world.Close()
+	client, err := workflow.NewClient(workflow.Config{
+		World: world,
+		Cache: workflow.CacheConfig{MaxRuns: 1000, MaxBytes: 32 << 20, IdleTTL: 5 * time.Minute},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = client.Serve(ctx, workflow.Use(Count{})) }()
+	defer func() { cancel(); <-done }()
+
+	run, err := workflow.Start(context.Background(), client, Count{}, 200)
+	if err != nil {
+		panic(err)
+	}
+	out, err := run.Result(context.Background())
+	st := client.CacheStats()
+	fmt.Println(out, err, st.Misses, st.Hits)
+	// Output: 200 <nil> 1 3
+}

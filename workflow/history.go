@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,10 +73,11 @@ func (r *record) describe() string {
 	return "hook (" + r.id + ")"
 }
 
-// history is a run's log indexed for replay.
+// history is a run's log indexed for replay. A cached execution keeps its history
+// and applies the events appended since with [history.apply], so it stays equal to
+// buildHistory of the whole log.
 type history struct {
-	run    worlds.Run
-	events []worlds.Event
+	run worlds.Run
 	// started is run_started; replay's clock starts at its time.
 	started *worlds.Event
 	byID    map[string]*record
@@ -84,63 +86,93 @@ type history struct {
 	// newest is the Seq of the newest event that resolves an operation (or starts the
 	// run): replay is live once the code has consumed it.
 	newest int64
+	// seq is the Seq of the last event applied.
+	seq int64
+	// bytes estimates the memory the indexed events hold, for the run cache.
+	bytes int64
+	// waiting holds the waits not completed yet, so a delivery of a long run
+	// finds the due ones without scanning every operation.
+	waiting map[string]*record
 }
 
+// eventOverhead estimates the memory of one indexed event besides its payloads.
+const eventOverhead = 320
+
 func buildHistory(run worlds.Run, events []worlds.Event) *history {
-	h := &history{run: run, events: events, byID: map[string]*record{}, byPos: map[int]*record{}}
-	for i := range events {
-		ev := events[i]
-		switch ev.Type {
-		case worlds.EventRunStarted:
-			h.started = &events[i]
-			h.newest = max(h.newest, ev.Seq)
-			continue
-		case worlds.EventStepCreated, worlds.EventWaitCreated, worlds.EventHookCreated, worlds.EventHookConflict:
-			kind, pos, ok := parseCorrelationID(ev.CorrelationID)
-			if !ok {
-				continue
-			}
-			r := &record{kind: kind, id: ev.CorrelationID, pos: pos, created: ev}
-			h.byID[r.id] = r
-			h.byPos[pos] = r
-			h.maxPos = max(h.maxPos, pos)
-			if ev.Type == worlds.EventHookConflict {
-				h.newest = max(h.newest, ev.Seq)
-			}
-			continue
-		}
-		r := h.byID[ev.CorrelationID]
-		if r == nil {
-			continue
-		}
-		switch ev.Type {
-		case worlds.EventStepStarted:
-			r.attempts++
-			r.started = &events[i]
-		case worlds.EventStepCompleted, worlds.EventStepFailed, worlds.EventWaitCompleted:
-			r.done = &events[i]
-			h.newest = max(h.newest, ev.Seq)
-		case worlds.EventHookReceived:
-			r.received = append(r.received, ev)
-			h.newest = max(h.newest, ev.Seq)
-		case worlds.EventHookDisposed:
-			r.disposed = true
-		}
-	}
+	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}, waiting: map[string]*record{}}
+	h.apply(events)
 	return h
+}
+
+// apply indexes events, which follow the ones already applied in log order.
+func (h *history) apply(events []worlds.Event) {
+	for i := range events {
+		ev := new(worlds.Event)
+		*ev = events[i]
+		h.add(ev)
+	}
+}
+
+func (h *history) add(ev *worlds.Event) {
+	h.seq = max(h.seq, ev.Seq)
+	h.bytes += eventOverhead + int64(len(ev.Input)+len(ev.Output)+len(ev.Payload)+len(ev.Metadata)+len(ev.CorrelationID)+len(ev.StepName)+len(ev.Token))
+	if ev.Error != nil {
+		h.bytes += int64(len(ev.Error.Message) + len(ev.Error.Stack))
+	}
+	switch ev.Type {
+	case worlds.EventRunStarted:
+		h.started = ev
+		h.newest = max(h.newest, ev.Seq)
+		return
+	case worlds.EventStepCreated, worlds.EventWaitCreated, worlds.EventHookCreated, worlds.EventHookConflict:
+		kind, pos, ok := parseCorrelationID(ev.CorrelationID)
+		if !ok {
+			return
+		}
+		r := &record{kind: kind, id: ev.CorrelationID, pos: pos, created: *ev}
+		h.byID[r.id] = r
+		h.byPos[pos] = r
+		h.maxPos = max(h.maxPos, pos)
+		if ev.Type == worlds.EventHookConflict {
+			h.newest = max(h.newest, ev.Seq)
+		}
+		if kind == opWait {
+			h.waiting[r.id] = r
+		}
+		return
+	}
+	r := h.byID[ev.CorrelationID]
+	if r == nil {
+		return
+	}
+	switch ev.Type {
+	case worlds.EventStepStarted:
+		r.attempts++
+		r.started = ev
+	case worlds.EventStepCompleted, worlds.EventStepFailed, worlds.EventWaitCompleted:
+		r.done = ev
+		h.newest = max(h.newest, ev.Seq)
+		delete(h.waiting, r.id)
+	case worlds.EventHookReceived:
+		r.received = append(r.received, *ev)
+		h.newest = max(h.newest, ev.Seq)
+	case worlds.EventHookDisposed:
+		r.disposed = true
+	}
 }
 
 // dueWaits returns the waits not yet completed whose resume time has come.
 func (h *history) dueWaits(now time.Time) []worlds.Event {
-	var out []worlds.Event
-	for pos := 1; pos <= h.maxPos; pos++ {
-		r := h.byPos[pos]
-		if r == nil || r.kind != opWait || r.done != nil || r.created.ResumeAt == nil {
-			continue
+	var due []*record
+	for _, r := range h.waiting {
+		if r.done == nil && r.created.ResumeAt != nil && !now.Before(*r.created.ResumeAt) {
+			due = append(due, r)
 		}
-		if !now.Before(*r.created.ResumeAt) {
-			out = append(out, worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: r.id})
-		}
+	}
+	slices.SortFunc(due, func(a, b *record) int { return a.pos - b.pos })
+	out := make([]worlds.Event, len(due))
+	for i, r := range due {
+		out[i] = worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: r.id}
 	}
 	return out
 }

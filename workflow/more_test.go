@@ -78,8 +78,10 @@ func TestNondeterminism(t *testing.T) {
 			w := memworld.New()
 			name := "second"
 			wf := Diverging{second: &name}
-			// Queued steps, so the code can change between the deliveries of one run.
-			c, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true})
+			// Queued steps, so the code can change between the deliveries of one run,
+			// and no run cache, which would resume the first code instead of
+			// replaying the second.
+			c, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true, Cache: workflow.CacheConfig{Disabled: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,6 +143,7 @@ func TestRedeliveryAfterCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(cl.FlushCache)
 	r := cl.Runner(workflow.Use(wf))
 	run, err := workflow.Start(context.Background(), cl, wf, numIn{N: 0})
 	if err != nil {
@@ -405,6 +408,7 @@ func TestConflictLoserQueuesWhatTheWinnerMayNotHave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(cl.FlushCache)
 	r := cl.Runner(workflow.Use(wf))
 	run, err := workflow.Start(ctx, cl, wf, numIn{N: 0})
 	if err != nil {
@@ -494,7 +498,10 @@ func TestInlineStepWhoseOutcomeIsLostRunsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lossy := &outcomeLostWorld{World: w, n: 6} // one round of the runtime's outcome retries
+	t.Cleanup(cl.FlushCache)
+	// The append the outcome goes with, then one round of the runtime's retries
+	// of the outcome alone.
+	lossy := &outcomeLostWorld{World: w, n: 7}
 	r := worldRunner{inner: cl.Runner(workflow.Use(wf)), world: lossy}
 	run, err := workflow.Start(ctx, cl, wf, numIn{N: 0})
 	if err != nil {
@@ -561,6 +568,7 @@ func TestStepsAfterHandOffAreQueued(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(cl.FlushCache)
 		var r worlds.Runner = cl.Runner(workflow.Use(wf))
 		if late {
 			r = handOffRunner{inner: r}

@@ -10,7 +10,10 @@ import (
 
 // Observer receives live runtime events, for tracing and metrics. It is never called
 // for history a workflow replays: RunStarted fires once per run, in the delivery that
-// appended run_started, and StepStarted/StepFinished once per live attempt. Each
+// starts it (before run_started is appended with the first write the code reaches;
+// a delivery that loses the race to start the run to a concurrent one reports it
+// too), and StepStarted/StepFinished once per live attempt. An Observer that also
+// implements [CacheObserver] is told how the run cache serves deliveries. Each
 // callback gets the context of the work it describes and returns the context that
 // work continues with, so a tracer can start a span in a Started callback and end
 // it in the matching Finished callback. Callbacks run on the delivery's goroutine

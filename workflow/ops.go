@@ -150,7 +150,13 @@ func (f *Future[O]) Get(ctx Context) (O, error) {
 		return zero, ErrNotInWorkflow
 	}
 	e.enter()
-	if f.rec == nil || f.rec.done == nil {
+	for {
+		if f.rec == nil {
+			f.rec = e.hist.byID[f.id]
+		}
+		if f.rec != nil && f.rec.done != nil {
+			break
+		}
 		e.block()
 	}
 	e.consume(f.rec.done)
@@ -223,18 +229,23 @@ func Sleep(ctx Context, d time.Duration) error {
 		return &ConfigError{Field: "Sleep duration", Value: d, Reason: fmt.Sprintf("longer than this World's maximum delay %s", maxd)}
 	}
 	pos, rec := e.next(opWait, "")
-	if rec != nil {
-		if rec.done == nil {
-			e.block()
-		}
-		e.consume(rec.done)
-		return nil
+	id := correlationID(opWait, pos, e.runID)
+	if rec == nil {
+		at := e.rt.clock().Add(d).UTC()
+		e.pending = append(e.pending, pendingOp{kind: opWait, event: worlds.Event{
+			Type: worlds.EventWaitCreated, CorrelationID: id, ResumeAt: &at,
+		}})
 	}
-	at := e.rt.clock().Add(d).UTC()
-	e.pending = append(e.pending, pendingOp{kind: opWait, event: worlds.Event{
-		Type: worlds.EventWaitCreated, CorrelationID: correlationID(opWait, pos, e.runID), ResumeAt: &at,
-	}})
-	e.block()
+	for {
+		if rec == nil {
+			rec = e.hist.byID[id]
+		}
+		if rec != nil && rec.done != nil {
+			break
+		}
+		e.block()
+	}
+	e.consume(rec.done)
 	return nil
 }
 
@@ -307,14 +318,17 @@ func (h *Hook[T]) Receive(ctx Context) (T, error) {
 	if h.disposed {
 		return zero, fmt.Errorf("%w: hook %s", ErrHookDisposed, h.ID)
 	}
-	if h.rec == nil {
-		e.block()
-	}
-	if h.rec.created.Type == worlds.EventHookConflict {
-		e.consume(&h.rec.created)
-		return zero, fmt.Errorf("%w: token %q", ErrHookConflict, h.Token)
-	}
-	if h.next >= len(h.rec.received) {
+	for {
+		if h.rec == nil {
+			h.rec = e.hist.byID[h.ID]
+		}
+		if h.rec != nil && h.rec.created.Type == worlds.EventHookConflict {
+			e.consume(&h.rec.created)
+			return zero, fmt.Errorf("%w: token %q", ErrHookConflict, h.Token)
+		}
+		if h.rec != nil && h.next < len(h.rec.received) {
+			break
+		}
 		e.block()
 	}
 	ev := &h.rec.received[h.next]
@@ -339,6 +353,9 @@ func (h *Hook[T]) Dispose(ctx Context) error {
 	e.enter()
 	if h.disposed {
 		return nil
+	}
+	if h.rec == nil {
+		h.rec = e.hist.byID[h.ID]
 	}
 	h.disposed = true
 	if (h.rec == nil || !h.rec.disposed) && (h.rec == nil || h.rec.created.Type != worlds.EventHookConflict) {

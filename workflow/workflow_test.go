@@ -29,6 +29,9 @@ type harness struct {
 func serve(t *testing.T, w worlds.World, cfg workflow.Config, runners ...worlds.Runner) *harness {
 	t.Helper()
 	cfg.World = w
+	if cacheOff(t) {
+		cfg.Cache.Disabled = true
+	}
 	c, err := workflow.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/cairn-go/cairn/workflow/internal/memworld"
@@ -26,7 +27,8 @@ var testWorlds = []struct {
 	}},
 }
 
-// TestOnWorlds runs each runtime test on every World. Each test calls t.Parallel.
+// TestOnWorlds runs each runtime test on every World, once with the run cache (the
+// default) and once without. Each test calls t.Parallel.
 func TestOnWorlds(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -44,10 +46,18 @@ func TestOnWorlds(t *testing.T) {
 		{"WebhookHandler", testWebhookHandler},
 		{"ReplayAwareLoggingAndObserver", testReplayAwareLoggingAndObserver},
 		{"NonSerialisableResult", testNonSerialisableResult},
+		{"PanicAfterResume", testPanicAfterResume},
+		{"LongChain", testLongChain},
 	}
-	for _, w := range testWorlds {
-		for _, tc := range tests {
-			t.Run(w.name+"/"+tc.name, func(t *testing.T) { tc.f(t, w.open) })
+	for _, cache := range []string{"cache", "nocache"} {
+		for _, w := range testWorlds {
+			for _, tc := range tests {
+				t.Run(w.name+"/"+cache+"/"+tc.name, func(t *testing.T) { tc.f(t, w.open) })
+			}
 		}
 	}
 }
+
+// cacheOff reports whether t runs in TestOnWorlds' pass without a run cache:
+// serve then gives its client none, so every test runs both ways.
+func cacheOff(t *testing.T) bool { return strings.Contains(t.Name(), "/nocache/") }

@@ -36,6 +36,10 @@ const (
 	AttrDeliveryKind = attribute.Key("workflow.delivery.kind")
 	AttrDeliveryID   = attribute.Key("workflow.delivery.id")
 	AttrReceive      = attribute.Key("workflow.delivery.receive_count")
+	// AttrCache says how the run cache served a workflow delivery: "hit" when it
+	// resumed the run's cached execution; "miss", "stale" or "off" when it
+	// replayed the run from its log (see [workflow.CacheResult]).
+	AttrCache = attribute.Key("workflow.delivery.cache")
 )
 
 // Options configure a [Tracer].
@@ -54,7 +58,10 @@ type Tracer struct {
 	prop   propagation.TextMapPropagator
 }
 
-var _ workflow.Observer = (*Tracer)(nil)
+var (
+	_ workflow.Observer      = (*Tracer)(nil)
+	_ workflow.CacheObserver = (*Tracer)(nil)
+)
 
 // New returns a Tracer, or an error when no TracerProvider is given.
 func New(opts Options) (*Tracer, error) {
@@ -68,6 +75,14 @@ func New(opts Options) (*Tracer, error) {
 }
 
 type stepSpanKey struct{}
+
+// CacheLookup sets [AttrCache] on the delivery span.
+func (t *Tracer) CacheLookup(ctx context.Context, _ workflow.Info, result workflow.CacheResult) {
+	trace.SpanFromContext(ctx).SetAttributes(AttrCache.String(string(result)))
+}
+
+// CacheEvicted does nothing: an eviction belongs to no delivery's span.
+func (t *Tracer) CacheEvicted(workflow.Info, workflow.EvictReason) {}
 
 // RunStarted records a "run started" event on the current delivery span.
 func (t *Tracer) RunStarted(ctx context.Context, info workflow.Info) context.Context {
@@ -144,11 +159,15 @@ func (r *runner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) err
 
 // World wraps w so Queue records the caller's trace context in QueueInput.Trace
 // (unless the caller set it). Every other method is w's own.
+//
+// The wrapper is a comparable value: wrapping one World twice gives equal
+// Worlds, so the run cache, which keeps an execution for the World it ran on,
+// recognises it in the next delivery.
 func (t *Tracer) World(w worlds.World) worlds.World {
-	if tw, ok := w.(*tracingWorld); ok && tw.t == t {
+	if tw, ok := w.(tracingWorld); ok && tw.t == t {
 		return w
 	}
-	return &tracingWorld{World: w, t: t}
+	return tracingWorld{World: w, t: t}
 }
 
 type tracingWorld struct {
@@ -156,7 +175,7 @@ type tracingWorld struct {
 	t *Tracer
 }
 
-func (w *tracingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
+func (w tracingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
 	if len(in.Trace) == 0 {
 		carrier := propagation.MapCarrier{}
 		w.t.prop.Inject(ctx, carrier)
@@ -169,7 +188,7 @@ func (w *tracingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts wor
 
 // Serve forwards to the wrapped World when it executes its own deliveries, so a
 // traced World can still be served.
-func (w *tracingWorld) Serve(ctx context.Context, r worlds.Runner) error {
+func (w tracingWorld) Serve(ctx context.Context, r worlds.Runner) error {
 	srv, ok := w.World.(worlds.Server)
 	if !ok {
 		return fmt.Errorf("workflowotel: %T does not implement worlds.Server", w.World)
@@ -179,7 +198,7 @@ func (w *tracingWorld) Serve(ctx context.Context, r worlds.Runner) error {
 
 // SubscribeStream forwards to the wrapped World; it is only called when the
 // wrapped World reports LiveStreams.
-func (w *tracingWorld) SubscribeStream(runID, name string) (<-chan struct{}, func()) {
+func (w tracingWorld) SubscribeStream(runID, name string) (<-chan struct{}, func()) {
 	if n, ok := w.World.(worlds.StreamNotifier); ok {
 		return n.SubscribeStream(runID, name)
 	}

@@ -91,6 +91,8 @@ func TestSpansPerLiveAttempt(t *testing.T) {
 	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	steps := map[string][]int{} // step name -> attempts
 	var deliveries, runStarted, runFinished, linked int
+	cache := map[any]int{} // workflow.delivery.cache of workflow deliveries
+
 	for _, s := range spans {
 		byID[s.SpanContext().SpanID()] = s
 	}
@@ -111,6 +113,9 @@ func TestSpansPerLiveAttempt(t *testing.T) {
 			}
 		case len(s.Name()) > 16 && s.Name()[:16] == "workflow.deliver":
 			deliveries++
+			if attrs["workflow.delivery.kind"] == "workflow" {
+				cache[attrs["workflow.delivery.cache"]]++
+			}
 			for _, l := range s.Links() {
 				if _, ok := byID[l.SpanContext.SpanID()]; ok || l.SpanContext.SpanID() == root.SpanContext().SpanID() {
 					linked++
@@ -158,7 +163,12 @@ func TestSpansPerLiveAttempt(t *testing.T) {
 	if deliveries < 6 || linked != deliveries {
 		t.Errorf("%d delivery spans, %d linked to a recorded queuing span", deliveries, linked)
 	}
-	t.Logf("%d spans: %d deliveries, steps %v", len(spans), deliveries, steps)
+	// The first delivery replays (a miss); the ones after it resume the cached
+	// execution unless two arrive at once. Every workflow delivery says which.
+	if cache["miss"] < 1 || cache["hit"] < 1 || cache[nil] != 0 {
+		t.Errorf("workflow deliveries by workflow.delivery.cache: %v; want misses and hits, none unset", cache)
+	}
+	t.Logf("%d spans: %d deliveries, steps %v, cache %v", len(spans), deliveries, steps, cache)
 }
 
 func TestNewRequiresProvider(t *testing.T) {

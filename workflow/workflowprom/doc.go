@@ -1,6 +1,7 @@
 // Package workflowprom exports Prometheus metrics for cairn workflows: runs
 // started and finished, live step attempts apart from logical step outcomes,
-// attempt durations, and queue lag. Counts come from the runtime's
+// attempt durations, queue lag, and how the run cache serves deliveries. Counts
+// come from the runtime's
 // [workflow.Observer], which fires for live work only, so replaying history adds
 // nothing; queue lag comes from [Metrics.Runner], which wraps a Runner.
 //
@@ -15,6 +16,9 @@
 //	| cairn_workflow_step_attempt_duration_seconds | histogram | workflow, step          | duration of one live attempt                                    |
 //	| cairn_workflow_queue_lag_seconds             | histogram | workflow, kind          | delay from a delivery's due time to the start of its execution  |
 //	| cairn_workflow_deliveries_total              | counter   | workflow, kind, outcome | deliveries executed; outcome ok or error (redelivered later)    |
+//	| cairn_workflow_cache_hits_total              | counter   | workflow                | workflow deliveries that resumed the run's cached execution     |
+//	| cairn_workflow_cache_misses_total            | counter   | workflow, result        | workflow deliveries that replayed: miss, stale or off           |
+//	| cairn_workflow_cache_evictions_total         | counter   | workflow, reason        | runs the run cache let go of: max_runs, max_bytes, idle, ...    |
 //
 // After a crash between a step's side effect and its recorded completion the
 // attempt runs again, so step_attempts_total can exceed the attempts the step's

@@ -33,9 +33,15 @@ type Metrics struct {
 	duration     *prometheus.HistogramVec
 	lag          *prometheus.HistogramVec
 	deliveries   *prometheus.CounterVec
+	cacheHits    *prometheus.CounterVec
+	cacheMisses  *prometheus.CounterVec
+	evictions    *prometheus.CounterVec
 }
 
-var _ workflow.Observer = (*Metrics)(nil)
+var (
+	_ workflow.Observer      = (*Metrics)(nil)
+	_ workflow.CacheObserver = (*Metrics)(nil)
+)
 
 // New registers the collectors and returns the Metrics; registering twice on one
 // Registerer fails with the registry's AlreadyRegisteredError.
@@ -66,8 +72,15 @@ func New(opts Options) (*Metrics, error) {
 			Help: "Delay between a delivery's due time and the start of its execution.", Buckets: opts.Buckets}, []string{"workflow", "kind"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "deliveries_total",
 			Help: "Deliveries executed, by outcome (ok, error)."}, []string{"workflow", "kind", "outcome"}),
+		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_hits_total",
+			Help: "Workflow deliveries that resumed the run's cached execution."}, []string{"workflow"}),
+		cacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_misses_total",
+			Help: "Workflow deliveries that replayed the run, by why (miss: not cached, stale: cached but behind the log, off: no cache)."}, []string{"workflow", "result"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_evictions_total",
+			Help: "Runs the run cache let go of, by reason (max_runs, max_bytes, idle, replaced, dropped)."}, []string{"workflow", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.runsStarted, m.runsFinished, m.attempts, m.stepsDone, m.duration, m.lag, m.deliveries} {
+	for _, c := range []prometheus.Collector{m.runsStarted, m.runsFinished, m.attempts, m.stepsDone, m.duration, m.lag, m.deliveries,
+		m.cacheHits, m.cacheMisses, m.evictions} {
 		if err := opts.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("workflowprom: %w", err)
 		}
@@ -95,6 +108,20 @@ func (m *Metrics) StepFinished(ctx context.Context, info workflow.Info, out work
 		m.stepsDone.WithLabelValues(info.WorkflowName, info.StepName, string(out.Result)).Inc()
 	}
 	return ctx
+}
+
+// CacheLookup counts a workflow delivery as a cache hit or, by result, a miss.
+func (m *Metrics) CacheLookup(_ context.Context, info workflow.Info, result workflow.CacheResult) {
+	if result == workflow.CacheHit {
+		m.cacheHits.WithLabelValues(info.WorkflowName).Inc()
+		return
+	}
+	m.cacheMisses.WithLabelValues(info.WorkflowName, string(result)).Inc()
+}
+
+// CacheEvicted counts a run the cache let go of, by reason.
+func (m *Metrics) CacheEvicted(info workflow.Info, reason workflow.EvictReason) {
+	m.evictions.WithLabelValues(info.WorkflowName, string(reason)).Inc()
 }
 
 // Runner wraps r to observe queue lag and delivery outcomes.

@@ -111,9 +111,14 @@ cairn_workflow_steps_finished_total{result="failed",step="flaky",workflow="flow"
 	}
 	mfs, _ := reg.Gather()
 	var attempts, lagCount, deliveries uint64
+	var hits, misses float64
 	for _, mf := range mfs {
 		for _, mt := range mf.GetMetric() {
 			switch mf.GetName() {
+			case "cairn_workflow_cache_hits_total":
+				hits += mt.GetCounter().GetValue()
+			case "cairn_workflow_cache_misses_total":
+				misses += mt.GetCounter().GetValue()
 			case "cairn_workflow_step_attempt_duration_seconds":
 				attempts += mt.GetHistogram().GetSampleCount()
 			case "cairn_workflow_queue_lag_seconds":
@@ -128,5 +133,13 @@ cairn_workflow_steps_finished_total{result="failed",step="flaky",workflow="flow"
 	}
 	if lagCount == 0 || lagCount != deliveries {
 		t.Errorf("queue lag observed %d times for %d deliveries", lagCount, deliveries)
+	}
+	// Each run's first delivery replays; the ones after its steps and its sleep
+	// resume it from the cache (unless two arrive at once).
+	if misses < 2 || hits < 1 {
+		t.Errorf("cache hits %v, misses %v; want at least 1 and 2", hits, misses)
+	}
+	if st := client.CacheStats(); float64(st.Hits) != hits || float64(st.Misses+st.Stale) != misses {
+		t.Errorf("client's cache stats %+v disagree with the metrics: %v hits, %v misses", st, hits, misses)
 	}
 }

@@ -48,7 +48,8 @@ func WithQueueSteps() Option { return func(o *options) { o.queueSteps = true } }
 
 // Env is an in-memory World with a virtual clock, a [workflow.Client] on it, and
 // the step stubs and spies of one test. Drive it from one goroutine (the test's);
-// steps run on that goroutine too.
+// steps run on that goroutine too. Its client runs with the run cache off, so
+// every delivery replays the run and nondeterministic code fails in the test.
 type Env struct {
 	world  *memworld.World
 	client *workflow.Client
@@ -74,6 +75,9 @@ func New(opts ...Option) *Env {
 	c, err := workflow.NewClient(workflow.Config{
 		World: e.world, Clock: e.Now, IDs: (*envIDs)(e), QueueSteps: o.queueSteps,
 		StepInterceptor: e.intercept,
+		// Every delivery replays the run from its log, so code that is not
+		// deterministic fails here, in the test, and no suspended run outlives it.
+		Cache: workflow.CacheConfig{Disabled: true},
 	})
 	if err != nil { // cannot happen: the configuration is fixed and valid
 		panic(err)

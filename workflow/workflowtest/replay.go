@@ -161,7 +161,7 @@ func replay[I, O any](w workflow.Workflow[I, O], history []byte) error {
 	obs := &replayObserver{}
 	created := events[0].CreatedAt
 	client, err := workflow.NewClient(workflow.Config{World: world, Clock: func() time.Time { return created },
-		QueueSteps: true, Observer: obs})
+		QueueSteps: true, Observer: obs, Cache: workflow.CacheConfig{Disabled: true}})
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func TestWorkflowRuntimeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(client.FlushCache) // the run cache's parked executions end with the test
 	ctx := context.Background()
 	// client.Runner gives the runners the client's clock.
 	handler := awsworld.Queue(e.w, client.Runner(worlds.Runners(workflow.Use(Chain{}), workflow.Use(Nap{}))))
@@ -74,6 +75,7 @@ func TestSchedulerFiringTwiceWakesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(client.FlushCache) // the run cache's parked executions end with the test
 	ctx := context.Background()
 	handler := awsworld.Queue(e.w, client.Runner(workflow.Use(Nap{})))
 	queues := map[string]string{e.arn: e.url}
