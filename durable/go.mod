@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.117.0
-	github.com/cairn-go/cairn v0.0.0
+	github.com/cairn-go/cairn v0.0.0-20261202201322-a22b69e5b139
 )
 
 require (
@@ -26,5 +26,3 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
-
-replace github.com/cairn-go/cairn => ../
