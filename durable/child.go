@@ -92,13 +92,17 @@ type BatchOptions struct {
 	// once more branches failed than this. Negative: any number is tolerated; 0
 	// (the zero value): the first failure ends it.
 	ToleratedFailures int
+	// ToleratedFailurePercentage, when positive, also ends the batch once more
+	// than this percentage of all branches failed.
+	ToleratedFailurePercentage float64
 }
 
-// Batch item statuses.
+// Batch item statuses. ItemStarted marks a branch that did not finish: the
+// completion policy was met before it started or while it was suspended.
 const (
-	ItemSucceeded  = "SUCCEEDED"
-	ItemFailed     = "FAILED"
-	ItemNotStarted = "NOT_STARTED"
+	ItemSucceeded = "SUCCEEDED"
+	ItemFailed    = "FAILED"
+	ItemStarted   = "STARTED"
 )
 
 // Completion reasons of a batch.
@@ -111,7 +115,7 @@ const (
 // BatchItem is the outcome of one branch.
 type BatchItem[T any] struct {
 	Index  int
-	Status string // ItemSucceeded, ItemFailed or ItemNotStarted
+	Status string // ItemSucceeded, ItemFailed or ItemStarted
 	Result T
 	Error  *OperationError `json:",omitempty"`
 }
@@ -123,14 +127,54 @@ type BatchResult[T any] struct {
 }
 
 // Succeeded counts the branches that succeeded.
-func (r BatchResult[T]) Succeeded() int {
+func (r BatchResult[T]) Succeeded() int { return r.count(ItemSucceeded) }
+
+// Failed counts the branches that failed.
+func (r BatchResult[T]) Failed() int { return r.count(ItemFailed) }
+
+// Total is the number of branches.
+func (r BatchResult[T]) Total() int { return len(r.Items) }
+
+func (r BatchResult[T]) count(status string) int {
 	n := 0
 	for _, it := range r.Items {
-		if it.Status == ItemSucceeded {
+		if it.Status == status {
 			n++
 		}
 	}
 	return n
+}
+
+// Results returns the results of the branches that succeeded, in branch order.
+func (r BatchResult[T]) Results() []T {
+	var out []T
+	for _, it := range r.Items {
+		if it.Status == ItemSucceeded {
+			out = append(out, it.Result)
+		}
+	}
+	return out
+}
+
+// Errors returns the failures of the branches that failed, in branch order.
+func (r BatchResult[T]) Errors() []*OperationError {
+	var out []*OperationError
+	for _, it := range r.Items {
+		if it.Status == ItemFailed {
+			out = append(out, it.Error)
+		}
+	}
+	return out
+}
+
+// Err joins the branch failures into one error (nil when none failed), for
+// callers that want to fail fast on any failure.
+func (r BatchResult[T]) Err() error {
+	var errs []error
+	for _, e := range r.Errors() {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
 }
 
 // Branch is one branch of [Parallel]: it runs in its own child context.
@@ -160,13 +204,13 @@ func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Cont
 var ErrBatchFailed = errors.New("durable: batch failure tolerance exceeded")
 
 func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
-	if opts.MaxConcurrency < 0 || opts.MinSuccessful < 0 || opts.MinSuccessful > n {
+	if opts.MaxConcurrency < 0 || opts.MinSuccessful < 0 || opts.MinSuccessful > n || opts.ToleratedFailurePercentage < 0 || opts.ToleratedFailurePercentage > 100 {
 		return BatchResult[T]{}, Fatal(fmt.Errorf("%w: BatchOptions %+v for %d branches", ErrInvalidInput, opts, n))
 	}
 	return runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
 		res := BatchResult[T]{Items: make([]BatchItem[T], n)}
 		for i := range res.Items {
-			res.Items[i] = BatchItem[T]{Index: i, Status: ItemNotStarted}
+			res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
 		}
 		// Every branch's child context is created in index order up front, so the
 		// operation IDs do not depend on which goroutine runs first.
@@ -189,9 +233,12 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 			stop              bool
 			stopped           any // the first suspend or abort of a branch
 		)
+		tooMany := func() bool {
+			return (opts.ToleratedFailures >= 0 && failed > opts.ToleratedFailures) ||
+				(opts.ToleratedFailurePercentage > 0 && float64(failed)*100 > opts.ToleratedFailurePercentage*float64(n))
+		}
 		done := func() bool {
-			return (opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful) ||
-				(opts.ToleratedFailures >= 0 && failed > opts.ToleratedFailures)
+			return (opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful) || tooMany()
 		}
 		sem := make(chan struct{}, limit)
 		for i := range n {
@@ -249,7 +296,7 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 			panic(stopped)
 		}
 		switch {
-		case opts.ToleratedFailures >= 0 && failed > opts.ToleratedFailures:
+		case tooMany():
 			res.CompletionReason = FailureToleranceExceeded
 		case opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful:
 			res.CompletionReason = MinSuccessfulReached

@@ -231,7 +231,7 @@ func TestParallelConcurrencyAndCompletion(t *testing.T) {
 		if res.CompletionReason != durable.MinSuccessfulReached || res.Succeeded() < 3 || started.Load() == 6 {
 			t.Errorf("reason %s, %d succeeded, %d started: %+v", res.CompletionReason, res.Succeeded(), started.Load(), res.Items)
 		}
-		if res.Items[1].Status != durable.ItemFailed || res.Items[5].Status != durable.ItemNotStarted {
+		if res.Items[1].Status != durable.ItemFailed || res.Items[5].Status != durable.ItemStarted || res.Failed() != 1 || res.Total() != 6 || len(res.Errors()) != 1 || len(res.Results()) != res.Succeeded() || !errors.Is(res.Err(), res.Errors()[0]) {
 			t.Errorf("items %+v", res.Items)
 		}
 		if got := statuses(t, e); got != "fanout=CONTEXT:SUCCEEDED" {
@@ -243,7 +243,7 @@ func TestParallelConcurrencyAndCompletion(t *testing.T) {
 		h2 := newHandler(t, g, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
 			_, err := durable.Map(dc, "all-fail", []int{1, 2, 3}, func(ctx context.Context, c *durable.Context, item, _ int) (int, error) {
 				return 0, fmt.Errorf("item %d: %w", item, errDeclined)
-			}, durable.BatchOptions{MaxConcurrency: 1, ToleratedFailures: 1})
+			}, durable.BatchOptions{MaxConcurrency: 1, ToleratedFailures: -1, ToleratedFailurePercentage: 50})
 			return nil, err
 		}, durable.Options{})
 		out, err = g.Drive(context.Background(), h2, 5)
