@@ -389,7 +389,41 @@ func (x *execution) checkpoint(updates ...types.OperationUpdate) {
 // A live failure returns fn's own error, so typed business errors survive; a
 // replayed failure returns an *[OperationError] with the recorded type and message.
 func Step[T any](dc *Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
+	return StepWith(dc, name, StepOptions{}, fn)
+}
+
+// StepOptions configure one step in [StepWith]; zero fields take the handler's
+// Options.
+type StepOptions struct {
+	// MaxAttempts bounds this step's attempts; 0: Options.MaxAttempts.
+	MaxAttempts int
+	// Backoff is the delay before attempt n+1; nil: Options.Backoff.
+	Backoff func(attempt int) time.Duration
+	// AtMostOnce makes an attempt that was interrupted (STARTED, no outcome
+	// checkpointed) count as failed with [ErrInterrupted] instead of running the
+	// body again: for effects that must not be repeated and cannot be made
+	// idempotent. The failure is retried like any other unless attempts are
+	// exhausted, and the START of every attempt is checkpointed before the body
+	// runs.
+	AtMostOnce bool
+}
+
+// ErrInterrupted: an at-most-once step's attempt began and never checkpointed
+// an outcome, so whether its effect happened is unknown.
+var ErrInterrupted = errors.New("durable: at-most-once step attempt was interrupted")
+
+// StepWith is [Step] with per-step retry settings and semantics.
+func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
+	if so.MaxAttempts < 0 {
+		return zero, Fatal(fmt.Errorf("%w: StepOptions.MaxAttempts %d is negative", ErrInvalidInput, so.MaxAttempts))
+	}
+	if so.MaxAttempts == 0 {
+		so.MaxAttempts = dc.x.h.opts.MaxAttempts
+	}
+	if so.Backoff == nil {
+		so.Backoff = dc.x.h.opts.Backoff
+	}
 	id, op := dc.next(types.OperationTypeStep, name)
 	attempt := 1
 	started := false
@@ -422,10 +456,17 @@ func Step[T any](dc *Context, name string, fn func(ctx context.Context) (T, erro
 			started = true
 		}
 	}
-	if !started {
-		dc.checkpoint(dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionStart))
+	var v T
+	var err error
+	switch {
+	case started && so.AtMostOnce:
+		err = fmt.Errorf("%w: step %s (%s) attempt %d", ErrInterrupted, id, name, attempt)
+	default:
+		if !started {
+			dc.checkpoint(dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionStart))
+		}
+		v, err = runAttempt(dc, id, name, attempt, fn)
 	}
-	v, err := runAttempt(dc, id, name, attempt, fn)
 	if err == nil {
 		payload, merr := dc.x.h.opts.Codec.Marshal("durable.step", v)
 		if merr == nil {
@@ -441,14 +482,14 @@ func Step[T any](dc *Context, name string, fn func(ctx context.Context) (T, erro
 		panic(abort{err: err}) // the invocation deadline, not the step, failed
 	}
 	var perm *Permanent
-	if errors.As(err, &perm) || attempt >= dc.x.h.opts.MaxAttempts {
+	if errors.As(err, &perm) || attempt >= so.MaxAttempts {
 		u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionFail)
 		u.Error = errorObject(err)
 		dc.checkpoint(u)
 		dc.x.metrics.finished(dc.x.ctx, name, "failed")
 		return zero, err
 	}
-	delay := int32(math.Ceil(dc.x.h.opts.Backoff(attempt).Seconds()))
+	delay := int32(math.Ceil(so.Backoff(attempt).Seconds()))
 	u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionRetry)
 	u.Error = errorObject(err)
 	u.StepOptions = &types.StepOptions{NextAttemptDelaySeconds: aws.Int32(max(delay, 1))}
@@ -499,22 +540,67 @@ func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, sub
 // which it then decodes into T. submit runs live only, right after the callback is
 // checkpointed: if the process dies between the two, the callback exists and
 // submit is not run again, so make submit's delivery durable or give the callback
-// a timeout. A timed-out or failed callback returns an *[OperationError].
+// a timeout — or use [CreateCallback] and send the ID from a [Step]. A timed-out
+// or failed callback returns an *[OperationError].
 func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, submit func(ctx context.Context, callbackID string) error) (T, error) {
 	var zero T
+	cb, created, err := createCallback[T](dc, name, opts)
+	if err != nil {
+		return zero, err
+	}
+	if created {
+		if err := submit(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: cb.id, OperationName: name, Attempt: 1}), cb.callbackID); err != nil {
+			return zero, err
+		}
+	}
+	return cb.Result()
+}
+
+// Callback is a callback created by [CreateCallback]: its ID goes to the system
+// that will answer, and Result waits for the answer.
+type Callback[T any] struct {
+	dc         *Context
+	id, name   string
+	callbackID string
+}
+
+// ID is the callback ID to pass to SendDurableExecutionCallbackSuccess,
+// SendDurableExecutionCallbackFailure and SendDurableExecutionCallbackHeartbeat.
+func (c *Callback[T]) ID() string { return c.callbackID }
+
+// CreateCallback creates a CALLBACK operation (once; replays return the same
+// callback) without waiting for it. Send [Callback.ID] from a [Step], so the
+// delivery is itself durable, then call [Callback.Result].
+func CreateCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], error) {
+	cb, _, err := createCallback[T](dc, name, opts)
+	return cb, err
+}
+
+func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], bool, error) {
 	id, op := dc.next(types.OperationTypeCallback, name)
+	created := false
 	if op == nil {
 		u := dc.update(id, name, types.OperationTypeCallback, "Callback", types.OperationActionStart)
 		u.CallbackOptions = &types.CallbackOptions{TimeoutSeconds: int32(math.Ceil(opts.Timeout.Seconds())),
 			HeartbeatTimeoutSeconds: int32(math.Ceil(opts.HeartbeatTimeout.Seconds()))}
 		dc.checkpoint(u)
 		op = dc.x.op(id)
-		if op == nil || op.CallbackDetails == nil || aws.ToString(op.CallbackDetails.CallbackId) == "" {
-			panic(abort{err: fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
-		}
-		if err := submit(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: id, OperationName: name, Attempt: 1}), *op.CallbackDetails.CallbackId); err != nil {
-			return zero, err
-		}
+		created = true
+	}
+	if op == nil || op.CallbackDetails == nil || aws.ToString(op.CallbackDetails.CallbackId) == "" {
+		panic(abort{err: fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
+	}
+	return &Callback[T]{dc: dc, id: id, name: name, callbackID: *op.CallbackDetails.CallbackId}, created, nil
+}
+
+// Result returns the answer decoded into T, an *[OperationError] when the
+// callback failed or timed out, and otherwise suspends the execution until the
+// service has an answer.
+func (c *Callback[T]) Result() (T, error) {
+	var zero T
+	op := c.dc.x.op(c.id)
+	if op == nil {
+		panic(suspend{})
 	}
 	switch op.Status {
 	case types.OperationStatusSucceeded:
@@ -525,7 +611,7 @@ func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, 
 		dec := json.NewDecoder(stringsReader(*op.CallbackDetails.Result))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
-			return zero, fmt.Errorf("durable: callback %s (%s) result: %w", id, name, err)
+			return zero, fmt.Errorf("durable: callback %s (%s) result: %w", c.id, c.name, err)
 		}
 		return v, nil
 	case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:

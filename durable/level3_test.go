@@ -467,3 +467,67 @@ func TestObservability(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateCallbackAndStepOptions: a callback created first and its ID sent
+// from a step (the delivery is itself durable), then awaited; a step with its
+// own retry budget; an at-most-once step interrupted mid-attempt fails
+// instead of running its body again.
+func TestCreateCallbackAndStepOptions(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		e := b.New(t, json.RawMessage(`{}`), nil)
+		var sent []string
+		runs := 0
+		h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			cb, err := durable.CreateCallback[string](dc, "approval", durable.CallbackOptions{Timeout: time.Hour})
+			if err != nil {
+				return nil, err
+			}
+			if _, err := durable.Step(dc, "send", func(context.Context) (bool, error) { sent = append(sent, cb.ID()); return true, nil }); err != nil {
+				return nil, err
+			}
+			_, err = durable.StepWith(dc, "once-more", durable.StepOptions{MaxAttempts: 2, Backoff: func(int) time.Duration { return time.Second }},
+				func(context.Context) (int, error) {
+					runs++
+					if runs == 1 {
+						return 0, errDeclined
+					}
+					return runs, nil
+				})
+			if err != nil {
+				return nil, err
+			}
+			return cb.Result()
+		}, durable.Options{MaxAttempts: 1})
+		out, err := e.Drive(context.Background(), h, 10)
+		if err != nil || out.Status != durable.StatusPending || len(sent) != 1 || runs != 2 {
+			t.Fatalf("%+v %v, sent %v, runs %d", out, err, sent, runs)
+		}
+		if err := e.CompleteCallback(context.Background(), sent[0], `"yes"`); err != nil {
+			t.Fatal(err)
+		}
+		out, err = e.Drive(context.Background(), h, 10)
+		if err != nil || aws.ToString(out.Result) != `"yes"` || len(sent) != 1 {
+			t.Fatalf("%+v %v, sent %v", out, err, sent)
+		}
+
+		g := b.New(t, json.RawMessage(`{}`), nil)
+		api := &lossyAPI{API: g.API(), lose: func(in *lambda.CheckpointDurableExecutionInput) bool {
+			return in.Updates[0].Action == types.OperationActionSucceed
+		}}
+		bodies := 0
+		h2 := newHandlerAPI(t, g, api, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			return durable.StepWith(dc, "pay", durable.StepOptions{AtMostOnce: true, MaxAttempts: 1}, func(context.Context) (int, error) {
+				bodies++
+				return 1, nil
+			})
+		}, durable.Options{})
+		if _, err := g.Drive(context.Background(), h2, 5); !errors.Is(err, durable.ErrCheckpoint) {
+			t.Fatalf("lost checkpoint: %v", err)
+		}
+		out, err = g.Drive(context.Background(), h2, 5)
+		if err != nil || out.Status != durable.StatusFailed || bodies != 1 || !strings.Contains(aws.ToString(out.Error.ErrorMessage), "interrupted") {
+			t.Fatalf("%+v %v, body ran %d times", out, err, bodies)
+		}
+	})
+}
