@@ -2,8 +2,11 @@
 // execution APIs the durable adapter calls (CheckpointDurableExecution and
 // GetDurableExecutionState) plus the service behaviour around them: checkpoint
 // tokens that advance and go stale, operation history, timers, step retry
-// scheduling, callbacks, and reinvocation. It models the documented wire
-// contract; it is not the service, and README.md lists what it cannot prove.
+// scheduling, callbacks, and reinvocation. Its validation rules and error
+// messages are those of AWS's local checkpoint server, against which the durable
+// tests also run; where that server is laxer than the service (stale tokens,
+// client-token deduplication, paging, late callback answers) the fake keeps the
+// service's rule. It is not the service: README.md lists what it cannot prove.
 package lambdafake
 
 import (
