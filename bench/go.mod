@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/cairn-go/cairn v0.0.0
+	github.com/cairn-go/cairn v0.0.0-20261202201322-a22b69e5b139
 	github.com/cschleiden/go-workflows v1.2.0
 	go.uber.org/goleak v1.3.0
 )
@@ -55,5 +55,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/cairn-go/cairn => ../

@@ -87,6 +87,10 @@ func (p *Permanent) Unwrap() error { return p.Err }
 // Fatal wraps err so a step fails at once instead of retrying.
 func Fatal(err error) error { return &Permanent{Err: err} }
 
+// DecodeInput reads an invocation payload as the service sends it (PascalCase
+// members, timestamps as epoch seconds or RFC 3339).
+func DecodeInput(b []byte) (Input, error) { return decodeInput(b) }
+
 func decodeInput(b []byte) (Input, error) {
 	var wire struct {
 		DurableExecutionArn   string

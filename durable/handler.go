@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,11 +12,16 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairn-go/cairn/checkpoint"
 )
@@ -37,13 +43,25 @@ type Options struct {
 	MaxAttempts int
 	// Backoff is the delay before attempt n+1 after attempt n failed; nil: 1s, 2s, 4s, …
 	Backoff func(attempt int) time.Duration
+	// MaxResultBytes is the largest result returned in the invocation response; a
+	// larger one is checkpointed with the EXECUTION operation's SUCCEED instead.
+	// 0 means 6 MB minus room for the response envelope, Lambda's response limit.
+	MaxResultBytes int
+	// TracerProvider creates the spans: one per invocation (start or resume) and
+	// one per live step attempt; nil: no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider creates the counters of live attempts and logical operations;
+	// nil: no metrics.
+	MeterProvider metric.MeterProvider
 }
 
 // Handler runs a [Func] against the durable execution service.
 type Handler struct {
-	api  API
-	fn   Func
-	opts Options
+	api      API
+	fn       Func
+	opts     Options
+	tracer   trace.Tracer
+	counters *counters
 }
 
 // NewHandler validates its arguments; it does not contact the service.
@@ -76,7 +94,17 @@ func NewHandler(api API, fn Func, opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{api: api, fn: fn, opts: opts}, nil
+	if opts.MaxResultBytes < 0 {
+		return nil, fmt.Errorf("%w: Options.MaxResultBytes %d is negative", ErrInvalidInput, opts.MaxResultBytes)
+	}
+	if opts.MaxResultBytes == 0 {
+		opts.MaxResultBytes = 6*1024*1024 - 64*1024
+	}
+	h := &Handler{api: api, fn: fn, opts: opts}
+	if err := h.instrument(); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Invoke decodes a raw invocation payload, runs [Handler.Handle] and encodes the
@@ -106,30 +134,33 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 	if in.DurableExecutionArn == "" || in.CheckpointToken == "" {
 		return Output{}, fmt.Errorf("%w: DurableExecutionArn and CheckpointToken are required", ErrInvalidInput)
 	}
-	dc := &Context{h: h, ctx: ctx, arn: in.DurableExecutionArn, token: in.CheckpointToken, ops: map[string]*types.Operation{}}
-	if err := dc.load(ctx, in.InitialExecutionState); err != nil {
+	x := &execution{h: h, ctx: ctx, arn: in.DurableExecutionArn, token: in.CheckpointToken, ops: map[string]*types.Operation{}, metrics: h.counters}
+	if err := x.load(ctx, in.InitialExecutionState); err != nil {
 		return Output{}, err
 	}
 	var input json.RawMessage
-	found := false
-	for _, op := range dc.ops {
+	for id, op := range x.ops {
 		if op.Type == types.OperationTypeExecution {
-			found = true
+			x.execID = id
 			if op.ExecutionDetails != nil && op.ExecutionDetails.InputPayload != nil {
 				input = json.RawMessage(*op.ExecutionDetails.InputPayload)
 			}
 		}
 	}
-	if !found {
+	if x.execID == "" {
 		return Output{}, fmt.Errorf("%w: history has no EXECUTION operation", ErrInvalidInput)
 	}
-	for id, op := range dc.ops {
+	for id, op := range x.ops {
 		if op.Type != types.OperationTypeExecution {
-			dc.history[id] = true
+			x.history[id] = true
 		}
 	}
-	dc.replaying = len(dc.history) > 0
-	dc.logger = slog.New(&replayHandler{inner: h.opts.Logger.Handler(), dc: dc}).With(slog.String("durable.execution_arn", dc.arn))
+	x.replaying.Store(len(x.history) > 0)
+	x.logger = slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x}).With(slog.String("durable.execution_arn", x.arn))
+	ctx, span := h.startInvocationSpan(ctx, x)
+	x.ctx = ctx
+	defer func() { h.endInvocationSpan(span, out, err) }()
+	dc := &Context{x: x}
 
 	defer func() {
 		switch p := recover().(type) {
@@ -151,7 +182,7 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 			panic(p)
 		}
 	}()
-	result, ferr := h.fn(withInfo(ctx, Info{ExecutionArn: dc.arn, Replaying: dc.replaying}), dc, input)
+	result, ferr := h.fn(withInfo(ctx, Info{ExecutionArn: x.arn, Replaying: x.replaying.Load()}), dc, input)
 	if ferr != nil {
 		if ctx.Err() != nil && errors.Is(ferr, ctx.Err()) {
 			return Output{}, ferr
@@ -162,94 +193,168 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 	if merr != nil {
 		return Output{Status: StatusFailed, Error: errorObject(merr)}, nil
 	}
+	if len(b) > h.opts.MaxResultBytes {
+		// Too large for the invocation response: the result goes to the service in
+		// an EXECUTION SUCCEED checkpoint and the response carries none.
+		x.checkpoint(types.OperationUpdate{Id: aws.String(x.execID), Type: types.OperationTypeExecution,
+			Action: types.OperationActionSucceed, Payload: aws.String(string(b))})
+		return Output{Status: StatusSucceeded}, nil
+	}
 	return Output{Status: StatusSucceeded, Result: aws.String(string(b))}, nil
 }
 
-// Context is the durable function's handle on its execution for one invocation.
-// It is not safe for concurrent use: operations are issued in program order,
-// which is what makes their IDs deterministic.
-type Context struct {
+// OperationID derives an operation's ID the way the official Durable Execution
+// SDKs do: the first 16 hex digits of the MD5 of its step ID, where the step ID is
+// the 1-based position of the operation in its context ("3"), prefixed inside a
+// child context by the child context's own step ID ("3-2"). Histories written by
+// the official TypeScript SDK therefore line up with this adapter's, operation for
+// operation (testdata/opid/ids.json holds vectors generated from that SDK).
+func OperationID(stepID string) string {
+	sum := md5.Sum([]byte(stepID))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// execution is the state one invocation shares between the root context and its
+// child contexts; mu serialises checkpoints and history reads, so branches of a
+// Parallel or Map may run in goroutines.
+type execution struct {
 	h         *Handler
 	ctx       context.Context
 	arn       string
+	execID    string // ID of the EXECUTION operation
+	mu        sync.Mutex
 	token     string
 	ops       map[string]*types.Operation
 	history   map[string]bool // operation IDs present when the invocation began
 	visited   int
-	counter   int
-	replaying bool
+	replaying atomic.Bool
 	logger    *slog.Logger
+	metrics   *counters
+}
+
+// Context is the durable function's handle on its execution for one invocation:
+// the root context, or a child context inside [RunInChildContext], a [Parallel]
+// branch or a [Map] item. A Context is not safe for concurrent use: operations are
+// issued in program order, which is what makes their IDs deterministic; branches
+// each get their own Context.
+type Context struct {
+	x        *execution
+	prefix   string // step ID of this child context; "" for the root
+	parentID string // operation ID of this child context; "" for the root
+	counter  int
 }
 
 // ExecutionArn is the durable execution's ARN.
-func (dc *Context) ExecutionArn() string { return dc.arn }
+func (dc *Context) ExecutionArn() string { return dc.x.arn }
 
 // Replaying reports whether the function is still re-executing operations that
 // history already holds.
-func (dc *Context) Replaying() bool { return dc.replaying }
+func (dc *Context) Replaying() bool { return dc.x.replaying.Load() }
 
 // Logger returns a logger that drops records while the function replays, so a
 // line logged before a completed step appears once, not once per invocation.
-func (dc *Context) Logger() *slog.Logger { return dc.logger }
+func (dc *Context) Logger() *slog.Logger { return dc.x.logger }
 
-func (dc *Context) load(ctx context.Context, st ExecutionState) error {
-	if dc.history == nil {
-		dc.history = map[string]bool{}
+func (x *execution) load(ctx context.Context, st ExecutionState) error {
+	if x.history == nil {
+		x.history = map[string]bool{}
 	}
-	dc.merge(st.Operations)
+	x.merge(st.Operations)
 	marker := st.NextMarker
 	for marker != nil && *marker != "" {
-		out, err := dc.h.api.GetDurableExecutionState(ctx, &lambda.GetDurableExecutionStateInput{
-			DurableExecutionArn: aws.String(dc.arn), CheckpointToken: aws.String(dc.token), Marker: marker})
+		out, err := x.h.api.GetDurableExecutionState(ctx, &lambda.GetDurableExecutionStateInput{
+			DurableExecutionArn: aws.String(x.arn), CheckpointToken: aws.String(x.token), Marker: marker})
 		if err != nil {
 			return fmt.Errorf("%w: GetDurableExecutionState: %w", ErrCheckpoint, err)
 		}
-		dc.merge(out.Operations)
+		x.merge(out.Operations)
 		marker = out.NextMarker
 	}
 	return nil
 }
 
-func (dc *Context) merge(ops []types.Operation) {
+func (x *execution) merge(ops []types.Operation) {
 	for i := range ops {
 		if ops[i].Id == nil {
 			continue
 		}
 		op := ops[i]
-		dc.ops[*op.Id] = &op
+		x.ops[*op.Id] = &op
 	}
+}
+
+// op returns a copy of the recorded operation id, or nil.
+func (x *execution) op(id string) *types.Operation {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if op := x.ops[id]; op != nil {
+		c := *op
+		return &c
+	}
+	return nil
 }
 
 // next assigns the next operation ID and returns the recorded operation, checking
 // that history agrees on what it is.
 func (dc *Context) next(typ types.OperationType, name string) (string, *types.Operation) {
 	dc.counter++
-	id := strconv.Itoa(dc.counter)
-	op := dc.ops[id]
-	if op != nil {
-		if op.Type != typ || aws.ToString(op.Name) != name {
-			panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for %s %q",
-				ErrNondeterministic, id, op.Type, aws.ToString(op.Name), typ, name)})
+	step := strconv.Itoa(dc.counter)
+	if dc.prefix != "" {
+		step = dc.prefix + "-" + step
+	}
+	id := OperationID(step)
+	x := dc.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var op *types.Operation
+	if rec := x.ops[id]; rec != nil {
+		if rec.Type != typ || aws.ToString(rec.Name) != name {
+			panic(abort{err: fmt.Errorf("%w: operation %s (step %s) is %s %q in history, code asks for %s %q",
+				ErrNondeterministic, id, step, rec.Type, aws.ToString(rec.Name), typ, name)})
 		}
+		c := *rec
+		op = &c
 	}
-	if dc.history[id] {
-		dc.visited++
+	if x.history[id] {
+		x.visited++
 	}
-	dc.replaying = dc.visited < len(dc.history)
+	x.replaying.Store(x.visited < len(x.history))
 	return id, op
 }
 
-func (dc *Context) checkpoint(updates ...types.OperationUpdate) {
+// stepID returns the step ID of the operation next assigned, for child contexts.
+func (dc *Context) stepID() string {
+	step := strconv.Itoa(dc.counter)
+	if dc.prefix != "" {
+		step = dc.prefix + "-" + step
+	}
+	return step
+}
+
+// update returns an update of operation id carrying this context's parent ID.
+func (dc *Context) update(id, name string, typ types.OperationType, sub string, action types.OperationAction) types.OperationUpdate {
+	u := types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: typ, Action: action, SubType: aws.String(sub)}
+	if dc.parentID != "" {
+		u.ParentId = aws.String(dc.parentID)
+	}
+	return u
+}
+
+func (dc *Context) checkpoint(updates ...types.OperationUpdate) { dc.x.checkpoint(updates...) }
+
+func (x *execution) checkpoint(updates ...types.OperationUpdate) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	// The client token is derived from the token being consumed and the updates, so
 	// an SDK retry of this same request is deduplicated by the service.
 	sum := sha256.New()
-	sum.Write([]byte(dc.token))
+	sum.Write([]byte(x.token))
 	for _, u := range updates {
 		fmt.Fprintf(sum, "|%s|%s|%s", aws.ToString(u.Id), u.Type, u.Action)
 	}
-	out, err := dc.h.api.CheckpointDurableExecution(dc.ctx, &lambda.CheckpointDurableExecutionInput{
-		DurableExecutionArn: aws.String(dc.arn),
-		CheckpointToken:     aws.String(dc.token),
+	out, err := x.h.api.CheckpointDurableExecution(x.ctx, &lambda.CheckpointDurableExecutionInput{
+		DurableExecutionArn: aws.String(x.arn),
+		CheckpointToken:     aws.String(x.token),
 		ClientToken:         aws.String(hex.EncodeToString(sum.Sum(nil))[:32]),
 		Updates:             updates,
 	})
@@ -266,9 +371,9 @@ func (dc *Context) checkpoint(updates ...types.OperationUpdate) {
 	if out.CheckpointToken == nil || *out.CheckpointToken == "" {
 		panic(abort{err: fmt.Errorf("%w: CheckpointDurableExecution returned no token", ErrCheckpoint)})
 	}
-	dc.token = *out.CheckpointToken
+	x.token = *out.CheckpointToken
 	if st := out.NewExecutionState; st != nil {
-		if err := dc.load(dc.ctx, ExecutionState{Operations: st.Operations, NextMarker: st.NextMarker}); err != nil {
+		if err := x.load(x.ctx, ExecutionState{Operations: st.Operations, NextMarker: st.NextMarker}); err != nil {
 			panic(abort{err: err})
 		}
 	}
@@ -284,59 +389,111 @@ func (dc *Context) checkpoint(updates ...types.OperationUpdate) {
 // A live failure returns fn's own error, so typed business errors survive; a
 // replayed failure returns an *[OperationError] with the recorded type and message.
 func Step[T any](dc *Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
+	return StepWith(dc, name, StepOptions{}, fn)
+}
+
+// StepOptions configure one step in [StepWith]; zero fields take the handler's
+// Options.
+type StepOptions struct {
+	// MaxAttempts bounds this step's attempts; 0: Options.MaxAttempts.
+	MaxAttempts int
+	// Backoff is the delay before attempt n+1; nil: Options.Backoff.
+	Backoff func(attempt int) time.Duration
+	// AtMostOnce makes an attempt that was interrupted (STARTED, no outcome
+	// checkpointed) count as failed with [ErrInterrupted] instead of running the
+	// body again: for effects that must not be repeated and cannot be made
+	// idempotent. The failure is retried like any other unless attempts are
+	// exhausted, and the START of every attempt is checkpointed before the body
+	// runs.
+	AtMostOnce bool
+}
+
+// ErrInterrupted: an at-most-once step's attempt began and never checkpointed
+// an outcome, so whether its effect happened is unknown.
+var ErrInterrupted = errors.New("durable: at-most-once step attempt was interrupted")
+
+// StepWith is [Step] with per-step retry settings and semantics.
+func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
+	if so.MaxAttempts < 0 {
+		return zero, Fatal(fmt.Errorf("%w: StepOptions.MaxAttempts %d is negative", ErrInvalidInput, so.MaxAttempts))
+	}
+	if so.MaxAttempts == 0 {
+		so.MaxAttempts = dc.x.h.opts.MaxAttempts
+	}
+	if so.Backoff == nil {
+		so.Backoff = dc.x.h.opts.Backoff
+	}
 	id, op := dc.next(types.OperationTypeStep, name)
 	attempt := 1
+	started := false
 	if op != nil {
-		prev := int32(0)
 		if op.StepDetails != nil {
-			prev = op.StepDetails.Attempt
+			// The service counts finished attempts (SUCCEED, FAIL, RETRY).
+			attempt = int(op.StepDetails.Attempt) + 1
 		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
+			dc.x.metrics.replayed(dc.x.ctx, name)
 			var v T
 			if op.StepDetails == nil || op.StepDetails.Result == nil {
 				return zero, nil
 			}
-			if err := dc.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), "durable.step", &v); err != nil {
+			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), "durable.step", &v); err != nil {
 				return zero, fmt.Errorf("durable: step %s (%s): %w", id, name, err)
 			}
 			return v, nil
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+			dc.x.metrics.replayed(dc.x.ctx, name)
 			return zero, operationError(op)
 		case types.OperationStatusPending:
-			if op.StepDetails != nil && op.StepDetails.NextAttemptTimestamp != nil && dc.h.opts.Now().Before(*op.StepDetails.NextAttemptTimestamp) {
-				panic(suspend{})
-			}
+			// A retry is scheduled; the service marks it READY and invokes again.
+			panic(suspend{})
+		case types.OperationStatusStarted:
+			// The last attempt began but its outcome was never checkpointed (the
+			// process died): run it again without a second START, which the service
+			// rejects for a STARTED step. At least once.
+			started = true
 		}
-		// READY, PENDING and due, or STARTED without an outcome (the last attempt
-		// died before checkpointing it): run the next attempt.
-		attempt = int(prev) + 1
 	}
-	dc.checkpoint(types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeStep, Action: types.OperationActionStart})
-	sctx := withInfo(dc.ctx, Info{ExecutionArn: dc.arn, OperationID: id, OperationName: name, Attempt: attempt})
-	v, err := fn(sctx)
+	var v T
+	var err error
+	switch {
+	case started && so.AtMostOnce:
+		err = fmt.Errorf("%w: step %s (%s) attempt %d", ErrInterrupted, id, name, attempt)
+	default:
+		if !started {
+			dc.checkpoint(dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionStart))
+		}
+		v, err = runAttempt(dc, id, name, attempt, fn)
+	}
 	if err == nil {
-		payload, merr := dc.h.opts.Codec.Marshal("durable.step", v)
+		payload, merr := dc.x.h.opts.Codec.Marshal("durable.step", v)
 		if merr == nil {
-			dc.checkpoint(types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeStep,
-				Action: types.OperationActionSucceed, Payload: aws.String(string(payload))})
+			u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionSucceed)
+			u.Payload = aws.String(string(payload))
+			dc.checkpoint(u)
+			dc.x.metrics.finished(dc.x.ctx, name, "succeeded")
 			return v, nil
 		}
 		err = Fatal(merr)
 	}
-	if dc.ctx.Err() != nil && errors.Is(err, dc.ctx.Err()) {
+	if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
 		panic(abort{err: err}) // the invocation deadline, not the step, failed
 	}
 	var perm *Permanent
-	if errors.As(err, &perm) || attempt >= dc.h.opts.MaxAttempts {
-		dc.checkpoint(types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeStep,
-			Action: types.OperationActionFail, Error: errorObject(err)})
+	if errors.As(err, &perm) || attempt >= so.MaxAttempts {
+		u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionFail)
+		u.Error = errorObject(err)
+		dc.checkpoint(u)
+		dc.x.metrics.finished(dc.x.ctx, name, "failed")
 		return zero, err
 	}
-	delay := int32(math.Ceil(dc.h.opts.Backoff(attempt).Seconds()))
-	dc.checkpoint(types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeStep,
-		Action: types.OperationActionRetry, Error: errorObject(err), StepOptions: &types.StepOptions{NextAttemptDelaySeconds: aws.Int32(max(delay, 1))}})
+	delay := int32(math.Ceil(so.Backoff(attempt).Seconds()))
+	u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionRetry)
+	u.Error = errorObject(err)
+	u.StepOptions = &types.StepOptions{NextAttemptDelaySeconds: aws.Int32(max(delay, 1))}
+	dc.checkpoint(u)
 	panic(suspend{})
 }
 
@@ -347,9 +504,10 @@ func (dc *Context) Wait(name string, d time.Duration) error {
 	id, op := dc.next(types.OperationTypeWait, name)
 	if op == nil {
 		secs := int32(max(math.Ceil(d.Seconds()), 1))
-		dc.checkpoint(types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeWait,
-			Action: types.OperationActionStart, WaitOptions: &types.WaitOptions{WaitSeconds: aws.Int32(secs)}})
-		op = dc.ops[id]
+		u := dc.update(id, name, types.OperationTypeWait, "Wait", types.OperationActionStart)
+		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(secs)}
+		dc.checkpoint(u)
+		op = dc.x.op(id)
 	}
 	if op == nil {
 		panic(suspend{})
@@ -363,25 +521,86 @@ func (dc *Context) Wait(name string, d time.Duration) error {
 	panic(suspend{})
 }
 
-// WaitForCallback creates a callback, hands its ID to submit (which sends it to
-// whoever will answer) and suspends until the service records the answer, which
-// it then decodes into T. submit runs live only, right after the callback is
+// CallbackOptions configure [WaitForCallbackWith].
+type CallbackOptions struct {
+	// Timeout ends the callback TIMED_OUT when no answer arrives in time; 0: none.
+	Timeout time.Duration
+	// HeartbeatTimeout ends it TIMED_OUT when the answering system sends no
+	// SendDurableExecutionCallbackHeartbeat for that long; 0: no heartbeat needed.
+	HeartbeatTimeout time.Duration
+}
+
+// WaitForCallback is [WaitForCallbackWith] with only a timeout.
+func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, submit func(ctx context.Context, callbackID string) error) (T, error) {
+	return WaitForCallbackWith[T](dc, name, CallbackOptions{Timeout: timeout}, submit)
+}
+
+// WaitForCallbackWith creates a callback, hands its ID to submit (which sends it
+// to whoever will answer) and suspends until the service records the answer,
+// which it then decodes into T. submit runs live only, right after the callback is
 // checkpointed: if the process dies between the two, the callback exists and
 // submit is not run again, so make submit's delivery durable or give the callback
-// a timeout. A timed-out or failed callback returns an *[OperationError].
-func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, submit func(ctx context.Context, callbackID string) error) (T, error) {
+// a timeout — or use [CreateCallback] and send the ID from a [Step]. A timed-out
+// or failed callback returns an *[OperationError].
+func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, submit func(ctx context.Context, callbackID string) error) (T, error) {
 	var zero T
-	id, op := dc.next(types.OperationTypeCallback, name)
-	if op == nil {
-		dc.checkpoint(types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeCallback,
-			Action: types.OperationActionStart, CallbackOptions: &types.CallbackOptions{TimeoutSeconds: int32(math.Ceil(timeout.Seconds()))}})
-		op = dc.ops[id]
-		if op == nil || op.CallbackDetails == nil || aws.ToString(op.CallbackDetails.CallbackId) == "" {
-			panic(abort{err: fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
-		}
-		if err := submit(withInfo(dc.ctx, Info{ExecutionArn: dc.arn, OperationID: id, OperationName: name, Attempt: 1}), *op.CallbackDetails.CallbackId); err != nil {
+	cb, created, err := createCallback[T](dc, name, opts)
+	if err != nil {
+		return zero, err
+	}
+	if created {
+		if err := submit(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: cb.id, OperationName: name, Attempt: 1}), cb.callbackID); err != nil {
 			return zero, err
 		}
+	}
+	return cb.Result()
+}
+
+// Callback is a callback created by [CreateCallback]: its ID goes to the system
+// that will answer, and Result waits for the answer.
+type Callback[T any] struct {
+	dc         *Context
+	id, name   string
+	callbackID string
+}
+
+// ID is the callback ID to pass to SendDurableExecutionCallbackSuccess,
+// SendDurableExecutionCallbackFailure and SendDurableExecutionCallbackHeartbeat.
+func (c *Callback[T]) ID() string { return c.callbackID }
+
+// CreateCallback creates a CALLBACK operation (once; replays return the same
+// callback) without waiting for it. Send [Callback.ID] from a [Step], so the
+// delivery is itself durable, then call [Callback.Result].
+func CreateCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], error) {
+	cb, _, err := createCallback[T](dc, name, opts)
+	return cb, err
+}
+
+func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], bool, error) {
+	id, op := dc.next(types.OperationTypeCallback, name)
+	created := false
+	if op == nil {
+		u := dc.update(id, name, types.OperationTypeCallback, "Callback", types.OperationActionStart)
+		u.CallbackOptions = &types.CallbackOptions{TimeoutSeconds: int32(math.Ceil(opts.Timeout.Seconds())),
+			HeartbeatTimeoutSeconds: int32(math.Ceil(opts.HeartbeatTimeout.Seconds()))}
+		dc.checkpoint(u)
+		op = dc.x.op(id)
+		created = true
+	}
+	if op == nil || op.CallbackDetails == nil || aws.ToString(op.CallbackDetails.CallbackId) == "" {
+		panic(abort{err: fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
+	}
+	return &Callback[T]{dc: dc, id: id, name: name, callbackID: *op.CallbackDetails.CallbackId}, created, nil
+}
+
+// Result returns the answer decoded into T, an *[OperationError] when the
+// callback failed or timed out, and otherwise suspends the execution until the
+// service has an answer.
+func (c *Callback[T]) Result() (T, error) {
+	var zero T
+	op := c.dc.x.op(c.id)
+	if op == nil {
+		panic(suspend{})
 	}
 	switch op.Status {
 	case types.OperationStatusSucceeded:
@@ -392,7 +611,7 @@ func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, sub
 		dec := json.NewDecoder(stringsReader(*op.CallbackDetails.Result))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
-			return zero, fmt.Errorf("durable: callback %s (%s) result: %w", id, name, err)
+			return zero, fmt.Errorf("durable: callback %s (%s) result: %w", c.id, c.name, err)
 		}
 		return v, nil
 	case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
@@ -418,9 +637,16 @@ func operationError(op *types.Operation) error {
 		eo = op.StepDetails.Error
 	case op.CallbackDetails != nil:
 		eo = op.CallbackDetails.Error
+	case op.ContextDetails != nil:
+		eo = op.ContextDetails.Error
+	case op.ChainedInvokeDetails != nil:
+		eo = op.ChainedInvokeDetails.Error
 	}
 	if eo != nil {
-		e.Type, e.Message, e.Data = aws.ToString(eo.ErrorType), aws.ToString(eo.ErrorMessage), aws.ToString(eo.ErrorData)
+		e.Message, e.Data = aws.ToString(eo.ErrorMessage), aws.ToString(eo.ErrorData)
+		if t := aws.ToString(eo.ErrorType); t != "" {
+			e.Type = t // otherwise the status (TIMED_OUT) names the failure
+		}
 	}
 	return e
 }

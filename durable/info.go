@@ -40,15 +40,15 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 // identity of a step context to each record.
 type replayHandler struct {
 	inner slog.Handler
-	dc    *Context
+	x     *execution
 }
 
 func (h *replayHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return !h.dc.replaying && h.inner.Enabled(ctx, l)
+	return !h.x.replaying.Load() && h.inner.Enabled(ctx, l)
 }
 
 func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
-	if h.dc.replaying {
+	if h.x.replaying.Load() {
 		return nil
 	}
 	if info, ok := InfoFrom(ctx); ok && info.OperationID != "" {
@@ -60,11 +60,11 @@ func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *replayHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &replayHandler{inner: h.inner.WithAttrs(attrs), dc: h.dc}
+	return &replayHandler{inner: h.inner.WithAttrs(attrs), x: h.x}
 }
 
 func (h *replayHandler) WithGroup(name string) slog.Handler {
-	return &replayHandler{inner: h.inner.WithGroup(name), dc: h.dc}
+	return &replayHandler{inner: h.inner.WithGroup(name), x: h.x}
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

@@ -2,14 +2,18 @@
 // execution APIs the durable adapter calls (CheckpointDurableExecution and
 // GetDurableExecutionState) plus the service behaviour around them: checkpoint
 // tokens that advance and go stale, operation history, timers, step retry
-// scheduling, callbacks, and reinvocation. It models the documented wire
-// contract; it is not the service, and README.md lists what it cannot prove.
+// scheduling, callbacks, and reinvocation. Its validation rules and error
+// messages are those of AWS's local checkpoint server, against which the durable
+// tests also run; where that server is laxer than the service (stale tokens,
+// client-token deduplication, paging, late callback answers) the fake keeps the
+// service's rule. It is not the service: README.md lists what it cannot prove.
 package lambdafake
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -31,8 +35,17 @@ type Fake struct {
 	ops       []*types.Operation
 	byID      map[string]*types.Operation
 	callbacks map[string]string // callback ID -> operation ID
-	lastReq   string            // client token of the last applied checkpoint
-	lastOut   *lambda.CheckpointDurableExecutionOutput
+	// callback timers, by operation ID
+	deadlines, heartbeatDue map[string]time.Time
+	heartbeat               map[string]time.Duration
+	invokes                 map[string]invoke
+	result                  *string // the execution's result, once checkpointed
+	done                    bool
+	// Invoke, when set, plays the functions started by durable.Invoke: Advance
+	// completes a started CHAINED_INVOKE with its result or failure.
+	Invoke  func(op types.Operation) (string, error)
+	lastReq string // client token of the last applied checkpoint
+	lastOut *lambda.CheckpointDurableExecutionOutput
 	// PageSize bounds operations per page of history (invocation input and
 	// GetDurableExecutionState); 0 means 100 as the service's default.
 	PageSize int
@@ -50,11 +63,14 @@ type Fake struct {
 
 // New starts an execution of arn with the given input at time start.
 func New(arn string, input json.RawMessage, start time.Time) *Fake {
-	f := &Fake{arn: arn, now: start, token: 1, byID: map[string]*types.Operation{}, callbacks: map[string]string{}}
+	f := &Fake{arn: arn, now: start, token: 1, byID: map[string]*types.Operation{}, callbacks: map[string]string{},
+		deadlines: map[string]time.Time{}, heartbeatDue: map[string]time.Time{}, heartbeat: map[string]time.Duration{}, invokes: map[string]invoke{}}
 	f.add(&types.Operation{Id: aws.String("execution"), Type: types.OperationTypeExecution, Status: types.OperationStatusStarted,
 		StartTimestamp: aws.Time(start), ExecutionDetails: &types.ExecutionDetails{InputPayload: aws.String(string(input))}})
 	return f
 }
+
+type invoke struct{ function, payload string }
 
 func (f *Fake) add(op *types.Operation) { f.ops = append(f.ops, op); f.byID[*op.Id] = op }
 
@@ -80,12 +96,14 @@ func (f *Fake) Input() durable.Input {
 }
 
 func (f *Fake) page(from int) ([]types.Operation, *string) {
-	end := min(from+f.pageSize(), len(f.ops))
+	ops := f.visible()
+	from = min(from, len(ops))
+	end := min(from+f.pageSize(), len(ops))
 	out := make([]types.Operation, 0, end-from)
-	for _, op := range f.ops[from:end] {
+	for _, op := range ops[from:end] {
 		out = append(out, clone(op))
 	}
-	if end < len(f.ops) {
+	if end < len(ops) {
 		return out, aws.String(strconv.Itoa(end))
 	}
 	return out, nil
@@ -153,19 +171,20 @@ func (f *Fake) CheckpointDurableExecution(_ context.Context, in *lambda.Checkpoi
 			return nil, err
 		}
 	}
-	if f.MaxPayloadBytes > 0 {
-		for _, u := range in.Updates {
-			if n := len(aws.ToString(u.Payload)); n > f.MaxPayloadBytes {
-				return nil, invalid("payload of operation %s is %d bytes, limit %d", aws.ToString(u.Id), n, f.MaxPayloadBytes)
-			}
-		}
+	if f.done {
+		return nil, invalid("Invalid checkpoint token") // the execution has ended
+	}
+	if err := f.validate(in.Updates); err != nil {
+		return nil, err
 	}
 	changed := map[string]bool{}
 	for _, u := range in.Updates {
-		if err := f.apply(u); err != nil {
-			return nil, err
+		f.apply(u)
+		id := aws.ToString(u.Id)
+		if u.Type == types.OperationTypeExecution {
+			id = "execution"
 		}
-		changed[aws.ToString(u.Id)] = true
+		changed[id] = true
 	}
 	f.Checkpoints++
 	f.token++
@@ -184,31 +203,152 @@ func invalid(format string, args ...any) error {
 	return &types.InvalidParameterValueException{Message: aws.String(fmt.Sprintf(format, args...))}
 }
 
-func (f *Fake) apply(u types.OperationUpdate) error {
+// Actions each operation type accepts, as AWS's checkpoint server validates them.
+var validActions = map[types.OperationType][]types.OperationAction{
+	types.OperationTypeStep:          {types.OperationActionStart, types.OperationActionFail, types.OperationActionRetry, types.OperationActionSucceed},
+	types.OperationTypeContext:       {types.OperationActionStart, types.OperationActionFail, types.OperationActionSucceed},
+	types.OperationTypeWait:          {types.OperationActionStart, types.OperationActionCancel},
+	types.OperationTypeCallback:      {types.OperationActionStart, types.OperationActionCancel},
+	types.OperationTypeChainedInvoke: {types.OperationActionStart, types.OperationActionCancel},
+	types.OperationTypeExecution:     {types.OperationActionSucceed, types.OperationActionFail},
+}
+
+// maxErrorBytes bounds an update carrying an Error, as the service does (32 KB).
+const maxErrorBytes = 32768
+
+// validate checks a whole request before any of it is applied, with the rules
+// and messages of AWS's local checkpoint server.
+func (f *Fake) validate(updates []types.OperationUpdate) error {
+	execs := 0
+	for _, u := range updates {
+		if u.Type == types.OperationTypeExecution {
+			execs++
+		}
+	}
+	if execs > 1 {
+		return invalid("Cannot checkpoint multiple EXECUTION updates.")
+	}
+	if execs == 1 && updates[len(updates)-1].Type != types.OperationTypeExecution {
+		return invalid("EXECUTION checkpoint must be the last update.")
+	}
+	started := map[string]types.OperationUpdate{}
+	last := map[string]types.OperationUpdate{}
+	for _, u := range updates {
+		id := aws.ToString(u.Id)
+		if id == "" {
+			return invalid("Operation update must have an Id.")
+		}
+		if prev, ok := last[id]; ok {
+			allowed := (prev.Type == types.OperationTypeStep || prev.Type == types.OperationTypeContext) &&
+				prev.Action == types.OperationActionStart && u.Action != types.OperationActionStart
+			if !allowed {
+				return invalid("Cannot update the same operation twice in a single request.")
+			}
+		}
+		if p := aws.ToString(u.ParentId); p != "" {
+			parentType := types.OperationType("")
+			if s, ok := started[p]; ok {
+				parentType = s.Type
+			} else if op := f.byID[p]; op != nil {
+				parentType = op.Type
+			}
+			if parentType != types.OperationTypeContext {
+				return invalid("Invalid parent operation id.")
+			}
+		}
+		if u.Action == types.OperationActionStart {
+			started[id] = u
+		}
+		last[id] = u
+	}
+	for _, u := range updates {
+		if u.Error != nil {
+			if b, _ := json.Marshal(u); len(b) > maxErrorBytes {
+				return invalid("Error object size must be less than %d bytes.", maxErrorBytes)
+			}
+		}
+		if f.MaxPayloadBytes > 0 {
+			if n := len(aws.ToString(u.Payload)); n > f.MaxPayloadBytes {
+				return invalid("payload of operation %s is %d bytes, limit %d", aws.ToString(u.Id), n, f.MaxPayloadBytes)
+			}
+		}
+		acts, ok := validActions[u.Type]
+		if !ok {
+			return invalid("Unknown operation type.")
+		}
+		if !slices.Contains(acts, u.Action) {
+			return invalid("Invalid action for the given operation type.")
+		}
+		if err := validTransition(u, f.byID[aws.ToString(u.Id)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validTransition(u types.OperationUpdate, op *types.Operation) error {
+	status := func(allowed ...types.OperationStatus) bool { return op != nil && slices.Contains(allowed, op.Status) }
+	fail, succeed := u.Action == types.OperationActionFail, u.Action == types.OperationActionSucceed
+	switch u.Type {
+	case types.OperationTypeStep:
+		switch u.Action {
+		case types.OperationActionStart:
+			// A STARTED step is never re-started: the next attempt of an interrupted
+			// at-least-once step checkpoints only its outcome.
+			if op != nil && !status(types.OperationStatusReady) {
+				return invalid("Invalid current STEP state to start.")
+			}
+		case types.OperationActionFail, types.OperationActionSucceed:
+			if op != nil && !status(types.OperationStatusStarted, types.OperationStatusReady) {
+				return invalid("Invalid current STEP state to close.")
+			}
+		case types.OperationActionRetry:
+			if op != nil && !status(types.OperationStatusStarted, types.OperationStatusReady) {
+				return invalid("Invalid current STEP state to re-attempt.")
+			}
+			if u.StepOptions == nil {
+				return invalid("Invalid StepOptions for the given action.")
+			}
+			if u.Error != nil && u.Payload != nil {
+				return invalid("Cannot provide both error and payload to RETRY a STEP.")
+			}
+		}
+	case types.OperationTypeContext:
+		if u.Action == types.OperationActionStart && op != nil {
+			return invalid("Cannot start a CONTEXT that already exists.")
+		}
+		if (fail || succeed) && op != nil && !status(types.OperationStatusStarted) {
+			return invalid("Invalid current CONTEXT state to close.")
+		}
+	case types.OperationTypeWait, types.OperationTypeCallback, types.OperationTypeChainedInvoke:
+		if u.Action == types.OperationActionStart && op != nil {
+			return invalid("Cannot start a %s that already exists.", u.Type)
+		}
+		if u.Action == types.OperationActionCancel && !status(types.OperationStatusStarted) {
+			return invalid("Cannot cancel a %s that does not exist or has already completed.", u.Type)
+		}
+	}
+	if fail && u.Payload != nil {
+		return invalid("Cannot provide a Payload for FAIL action.")
+	}
+	if succeed && u.Error != nil {
+		return invalid("Cannot provide an Error for SUCCEED action.")
+	}
+	return nil
+}
+
+func (f *Fake) apply(u types.OperationUpdate) {
 	id := aws.ToString(u.Id)
-	if id == "" {
-		return invalid("update without Id")
+	if u.Type == types.OperationTypeExecution {
+		// An EXECUTION update always means the execution itself, whatever its Id.
+		id = "execution"
 	}
 	op := f.byID[id]
-	if op != nil && op.Type != u.Type {
-		return invalid("operation %s is %s, update says %s", id, op.Type, u.Type)
-	}
-	switch u.Action {
-	case types.OperationActionStart:
-		if op == nil {
-			op = &types.Operation{Id: aws.String(id), Name: u.Name, ParentId: u.ParentId, Type: u.Type, StartTimestamp: aws.Time(f.now)}
-			f.add(op)
-		} else if op.Status != types.OperationStatusReady && op.Status != types.OperationStatusPending && op.Status != types.OperationStatusStarted {
-			return invalid("operation %s cannot start from %s", id, op.Status)
-		}
-		op.Status = types.OperationStatusStarted
+	if op == nil {
+		op = &types.Operation{Id: aws.String(id), Name: u.Name, ParentId: u.ParentId, SubType: u.SubType, Type: u.Type,
+			StartTimestamp: aws.Time(f.now), Status: types.OperationStatusStarted}
+		f.add(op)
 		switch u.Type {
-		case types.OperationTypeStep:
-			if op.StepDetails == nil {
-				op.StepDetails = &types.StepDetails{}
-			}
-			op.StepDetails.Attempt++
-			op.StepDetails.NextAttemptTimestamp = nil
 		case types.OperationTypeWait:
 			secs := int32(0)
 			if u.WaitOptions != nil {
@@ -219,43 +359,77 @@ func (f *Fake) apply(u types.OperationUpdate) error {
 			cb := "cb-" + id + "-" + strconv.Itoa(f.token)
 			op.CallbackDetails = &types.CallbackDetails{CallbackId: aws.String(cb)}
 			f.callbacks[cb] = id
-			if u.CallbackOptions != nil && u.CallbackOptions.TimeoutSeconds > 0 {
-				end := f.now.Add(time.Duration(u.CallbackOptions.TimeoutSeconds) * time.Second)
-				op.EndTimestamp = &end // the fake keeps the deadline here until it ends
+			if o := u.CallbackOptions; o != nil {
+				if o.TimeoutSeconds > 0 {
+					f.deadlines[id] = f.now.Add(time.Duration(o.TimeoutSeconds) * time.Second)
+				}
+				if o.HeartbeatTimeoutSeconds > 0 {
+					f.heartbeat[id] = time.Duration(o.HeartbeatTimeoutSeconds) * time.Second
+					f.heartbeatDue[id] = f.now.Add(f.heartbeat[id])
+				}
+			}
+		case types.OperationTypeChainedInvoke:
+			op.ChainedInvokeDetails = &types.ChainedInvokeDetails{}
+			if u.ChainedInvokeOptions != nil {
+				f.invokes[id] = invoke{function: aws.ToString(u.ChainedInvokeOptions.FunctionName), payload: aws.ToString(u.Payload)}
+			}
+		case types.OperationTypeContext:
+			op.ContextDetails = &types.ContextDetails{}
+			if u.ContextOptions != nil {
+				op.ContextDetails.ReplayChildren = u.ContextOptions.ReplayChildren
 			}
 		}
-	case types.OperationActionSucceed, types.OperationActionFail:
-		if op == nil || op.Status != types.OperationStatusStarted {
-			return invalid("operation %s is not started", id)
+		if u.Action == types.OperationActionStart {
+			return
 		}
+	}
+	switch u.Action {
+	case types.OperationActionStart: // a READY step's next attempt
+		op.Status = types.OperationStatusStarted
+		op.StepDetails.NextAttemptTimestamp = nil
+	case types.OperationActionSucceed, types.OperationActionFail:
 		op.Status = types.OperationStatusSucceeded
 		if u.Action == types.OperationActionFail {
 			op.Status = types.OperationStatusFailed
 		}
 		op.EndTimestamp = aws.Time(f.now)
-		if u.Type == types.OperationTypeStep {
+		switch u.Type {
+		case types.OperationTypeStep:
+			if op.StepDetails == nil {
+				op.StepDetails = &types.StepDetails{}
+			}
+			// The service counts finished attempts.
+			op.StepDetails.Attempt++
 			op.StepDetails.Result, op.StepDetails.Error = u.Payload, u.Error
+		case types.OperationTypeContext:
+			op.ContextDetails.Result, op.ContextDetails.Error = u.Payload, u.Error
+		case types.OperationTypeExecution:
+			f.result, f.done = u.Payload, true
 		}
 	case types.OperationActionRetry:
-		if op == nil || op.Status != types.OperationStatusStarted || u.Type != types.OperationTypeStep {
-			return invalid("operation %s cannot retry", id)
-		}
 		delay := int32(1)
 		if u.StepOptions != nil && u.StepOptions.NextAttemptDelaySeconds != nil {
 			delay = *u.StepOptions.NextAttemptDelaySeconds
 		}
+		if op.StepDetails == nil {
+			op.StepDetails = &types.StepDetails{}
+		}
 		op.Status = types.OperationStatusPending
-		op.StepDetails.Error = u.Error
+		op.StepDetails.Attempt++
+		op.StepDetails.Result, op.StepDetails.Error = u.Payload, u.Error
 		op.StepDetails.NextAttemptTimestamp = aws.Time(f.now.Add(time.Duration(delay) * time.Second))
-	default:
-		return invalid("unsupported action %s", u.Action)
+	case types.OperationActionCancel:
+		op.Status, op.EndTimestamp = types.OperationStatusCancelled, aws.Time(f.now)
 	}
-	return nil
 }
 
 // CompleteCallback records an answer to a callback, as SendDurableExecutionCallbackSuccess would.
 func (f *Fake) CompleteCallback(callbackID, result string) error {
-	return f.endCallback(callbackID, types.OperationStatusSucceeded, &result, nil)
+	var r *string
+	if result != "" {
+		r = &result
+	}
+	return f.endCallback(callbackID, types.OperationStatusSucceeded, r, nil)
 }
 
 // FailCallback records a failure of a callback.
@@ -263,37 +437,126 @@ func (f *Fake) FailCallback(callbackID, message string) error {
 	return f.endCallback(callbackID, types.OperationStatusFailed, nil, &types.ErrorObject{ErrorType: aws.String("CallbackFailed"), ErrorMessage: aws.String(message)})
 }
 
-func (f *Fake) endCallback(cb string, st types.OperationStatus, result *string, e *types.ErrorObject) error {
+// HeartbeatCallback restarts a callback's heartbeat timeout, as
+// SendDurableExecutionCallbackHeartbeat would.
+func (f *Fake) HeartbeatCallback(callbackID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	op := f.byID[f.callbacks[cb]]
-	if op == nil {
-		return &types.ResourceNotFoundException{Message: aws.String("unknown callback " + cb)}
+	id := f.callbacks[callbackID]
+	op := f.byID[id]
+	if op == nil || op.Status != types.OperationStatusStarted {
+		return &types.ResourceNotFoundException{Message: aws.String("Execution not found")}
 	}
-	if op.Status != types.OperationStatusStarted {
-		return invalid("callback %s already %s", cb, op.Status) // a late or repeated answer
+	hb, ok := f.heartbeat[id]
+	if !ok {
+		return invalid("Could not find callback that requires heartbeat")
 	}
-	op.Status, op.EndTimestamp = st, aws.Time(f.now)
-	op.CallbackDetails.Result, op.CallbackDetails.Error = result, e
+	f.heartbeatDue[id] = f.now.Add(hb)
 	return nil
 }
 
+func (f *Fake) endCallback(cb string, st types.OperationStatus, result *string, e *types.ErrorObject) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.callbacks[cb]
+	if !ok {
+		return &types.ResourceNotFoundException{Message: aws.String("Execution not found")}
+	}
+	op := f.byID[id]
+	if op.Status != types.OperationStatusStarted {
+		return invalid("callback %s already %s", cb, op.Status) // a late or repeated answer
+	}
+	f.finishCallback(op, st, result, e)
+	return nil
+}
+
+func (f *Fake) finishCallback(op *types.Operation, st types.OperationStatus, result *string, e *types.ErrorObject) {
+	op.Status, op.EndTimestamp = st, aws.Time(f.now)
+	op.CallbackDetails.Result, op.CallbackDetails.Error = result, e
+	delete(f.deadlines, *op.Id)
+	delete(f.heartbeatDue, *op.Id)
+}
+
 // Advance moves the clock and fires what became due: waits succeed, pending step
-// retries become READY, callbacks past their timeout time out.
+// retries become READY, callbacks past their timeout or heartbeat timeout time
+// out, and started chained invokes are completed by Invoke.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.now = f.now.Add(d)
 	for _, op := range f.ops {
+		id := *op.Id
 		switch {
 		case op.Type == types.OperationTypeWait && op.Status == types.OperationStatusStarted && !op.WaitDetails.ScheduledEndTimestamp.After(f.now):
 			op.Status, op.EndTimestamp = types.OperationStatusSucceeded, aws.Time(f.now)
 		case op.Type == types.OperationTypeStep && op.Status == types.OperationStatusPending && !op.StepDetails.NextAttemptTimestamp.After(f.now):
 			op.Status = types.OperationStatusReady
-		case op.Type == types.OperationTypeCallback && op.Status == types.OperationStatusStarted && op.EndTimestamp != nil && !op.EndTimestamp.After(f.now):
-			op.Status = types.OperationStatusTimedOut
+		case op.Type == types.OperationTypeCallback && op.Status == types.OperationStatusStarted:
+			if t, ok := f.deadlines[id]; ok && !t.After(f.now) {
+				f.finishCallback(op, types.OperationStatusTimedOut, nil, &types.ErrorObject{ErrorMessage: aws.String("Callback timed out")})
+			} else if t, ok := f.heartbeatDue[id]; ok && !t.After(f.now) {
+				f.finishCallback(op, types.OperationStatusTimedOut, nil, &types.ErrorObject{ErrorMessage: aws.String("Callback timed out on heartbeat")})
+			}
+		case op.Type == types.OperationTypeChainedInvoke && op.Status == types.OperationStatusStarted && f.Invoke != nil:
+			res, err := f.Invoke(clone(op))
+			op.EndTimestamp = aws.Time(f.now)
+			if err != nil {
+				op.Status = types.OperationStatusFailed
+				op.ChainedInvokeDetails.Error = &types.ErrorObject{ErrorType: aws.String("InvokeError"), ErrorMessage: aws.String(err.Error())}
+			} else {
+				op.Status = types.OperationStatusSucceeded
+				op.ChainedInvokeDetails.Result = aws.String(res)
+			}
 		}
 	}
+}
+
+// Invocation of a chained invoke: the function name and payload the START carried.
+func (f *Fake) InvokeInput(operationID string) (function, payload string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in := f.invokes[operationID]
+	return in.function, in.payload
+}
+
+// Result returns the result the execution checkpointed with its EXECUTION
+// SUCCEED (the path of results too large for the invocation response).
+func (f *Fake) Result() (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return aws.ToString(f.result), f.result != nil
+}
+
+// State returns the operations GetDurableExecutionState reports: every
+// operation except the descendants of a finished child context that does not
+// ask for its children to be replayed.
+func (f *Fake) State() []types.Operation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	visible := f.visible()
+	out := make([]types.Operation, 0, len(visible))
+	for _, op := range visible {
+		out = append(out, clone(op))
+	}
+	return out
+}
+
+func (f *Fake) visible() []*types.Operation {
+	excluded := map[string]bool{}
+	var out []*types.Operation
+	for _, op := range f.ops {
+		if p := aws.ToString(op.ParentId); p != "" {
+			parent := f.byID[p]
+			if parent != nil && parent.Type == types.OperationTypeContext &&
+				(parent.Status == types.OperationStatusSucceeded || parent.Status == types.OperationStatusFailed) &&
+				(parent.ContextDetails == nil || !aws.ToBool(parent.ContextDetails.ReplayChildren) || excluded[p]) {
+				excluded[*op.Id] = true
+				continue
+			}
+		}
+		out = append(out, op)
+	}
+	return out
 }
 
 // NextWake returns the earliest time a wait or a step retry becomes due. Callback
@@ -309,6 +572,8 @@ func (f *Fake) NextWake() (time.Time, bool) {
 			times = append(times, *op.WaitDetails.ScheduledEndTimestamp)
 		case op.Type == types.OperationTypeStep && op.Status == types.OperationStatusPending:
 			times = append(times, *op.StepDetails.NextAttemptTimestamp)
+		case op.Type == types.OperationTypeChainedInvoke && op.Status == types.OperationStatusStarted && f.Invoke != nil:
+			times = append(times, f.now)
 		}
 	}
 	if len(times) == 0 {

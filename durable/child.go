@@ -1,0 +1,486 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+)
+
+// Operation subtypes as the official SDKs record them.
+const (
+	subChild       = "RunInChildContext"
+	subParallel    = "Parallel"
+	subBranch      = "ParallelBranch"
+	subMap         = "Map"
+	subIteration   = "MapIteration"
+	subCondition   = "WaitForCondition"
+	subInvoke      = "ChainedInvoke"
+	codecChild     = "durable.context"
+	codecCondition = "durable.condition"
+)
+
+// RunInChildContext runs fn in a child context: a CONTEXT operation whose own
+// operations are its children (their IDs derive from the child's step ID, their
+// ParentId is its operation ID). Once the child succeeds its result is
+// checkpointed and later replays return it without running fn or visiting its
+// children. A failure is checkpointed too and replays as an *[OperationError].
+func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
+	return runChild(dc, name, subChild, fn)
+}
+
+func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
+	var zero T
+	id, op := dc.next(types.OperationTypeContext, name)
+	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id}
+	if op != nil {
+		switch op.Status {
+		case types.OperationStatusSucceeded:
+			var v T
+			if op.ContextDetails == nil || op.ContextDetails.Result == nil {
+				return zero, nil
+			}
+			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
+				return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+			}
+			return v, nil
+		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+			return zero, operationError(op)
+		}
+		// STARTED: the child began in an earlier invocation; replay it.
+	} else {
+		dc.checkpoint(dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionStart))
+	}
+	v, err := fn(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: id, OperationName: name}), child)
+	if err != nil {
+		if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
+			panic(abort{err: err})
+		}
+		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
+		u.Error = errorObject(err)
+		dc.checkpoint(u)
+		return zero, err
+	}
+	payload, err := dc.x.h.opts.Codec.Marshal(codecChild, v)
+	if err != nil {
+		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
+		u.Error = errorObject(err)
+		dc.checkpoint(u)
+		return zero, err
+	}
+	u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionSucceed)
+	u.Payload = aws.String(string(payload))
+	dc.checkpoint(u)
+	return v, nil
+}
+
+// BatchOptions configure [Parallel] and [Map].
+type BatchOptions struct {
+	// MaxConcurrency bounds how many branches run at once in this invocation; 0:
+	// all of them.
+	MaxConcurrency int
+	// MinSuccessful ends the batch once this many branches succeeded: branches not
+	// yet started are not started. 0: every branch must finish.
+	MinSuccessful int
+	// ToleratedFailures ends the batch (CompletionReason FailureToleranceExceeded)
+	// once more branches failed than this. Negative: any number is tolerated; 0
+	// (the zero value): the first failure ends it.
+	ToleratedFailures int
+	// ToleratedFailurePercentage, when positive, also ends the batch once more
+	// than this percentage of all branches failed.
+	ToleratedFailurePercentage float64
+}
+
+// Batch item statuses. ItemStarted marks a branch that did not finish: the
+// completion policy was met before it started or while it was suspended.
+const (
+	ItemSucceeded = "SUCCEEDED"
+	ItemFailed    = "FAILED"
+	ItemStarted   = "STARTED"
+)
+
+// Completion reasons of a batch.
+const (
+	AllCompleted             = "ALL_COMPLETED"
+	MinSuccessfulReached     = "MIN_SUCCESSFUL_REACHED"
+	FailureToleranceExceeded = "FAILURE_TOLERANCE_EXCEEDED"
+)
+
+// BatchItem is the outcome of one branch.
+type BatchItem[T any] struct {
+	Index  int
+	Status string // ItemSucceeded, ItemFailed or ItemStarted
+	Result T
+	Error  *OperationError `json:",omitempty"`
+}
+
+// BatchResult is the outcome of [Parallel] or [Map], in branch order.
+type BatchResult[T any] struct {
+	Items            []BatchItem[T]
+	CompletionReason string
+}
+
+// Succeeded counts the branches that succeeded.
+func (r BatchResult[T]) Succeeded() int { return r.count(ItemSucceeded) }
+
+// Failed counts the branches that failed.
+func (r BatchResult[T]) Failed() int { return r.count(ItemFailed) }
+
+// Total is the number of branches.
+func (r BatchResult[T]) Total() int { return len(r.Items) }
+
+func (r BatchResult[T]) count(status string) int {
+	n := 0
+	for _, it := range r.Items {
+		if it.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// Results returns the results of the branches that succeeded, in branch order.
+func (r BatchResult[T]) Results() []T {
+	var out []T
+	for _, it := range r.Items {
+		if it.Status == ItemSucceeded {
+			out = append(out, it.Result)
+		}
+	}
+	return out
+}
+
+// Errors returns the failures of the branches that failed, in branch order.
+func (r BatchResult[T]) Errors() []*OperationError {
+	var out []*OperationError
+	for _, it := range r.Items {
+		if it.Status == ItemFailed {
+			out = append(out, it.Error)
+		}
+	}
+	return out
+}
+
+// Err joins the branch failures into one error (nil when none failed), for
+// callers that want to fail fast on any failure.
+func (r BatchResult[T]) Err() error {
+	var errs []error
+	for _, e := range r.Errors() {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// Branch is one branch of [Parallel]: it runs in its own child context.
+type Branch[T any] func(ctx context.Context, dc *Context) (T, error)
+
+// Parallel runs the branches, each in its own child context, at most
+// opts.MaxConcurrency at a time, and checkpoints the batch's outcome once the
+// completion policy is met. The batch fails (error returned, outcome recorded)
+// only when the failure tolerance is exceeded; otherwise branch failures are in
+// the result's items. A branch that suspends (a wait, a callback, a retry)
+// suspends the whole execution unless the completion policy is already met.
+func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchOptions) (BatchResult[T], error) {
+	return batch(dc, name, subParallel, subBranch, "parallel-branch-", len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+		return branches[i](ctx, c)
+	})
+}
+
+// Map runs fn for every item, each in its own child context, with the same
+// concurrency and completion policy as [Parallel].
+func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Context, dc *Context, item I, index int) (T, error), opts BatchOptions) (BatchResult[T], error) {
+	return batch(dc, name, subMap, subIteration, "map-item-", len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+		return fn(ctx, c, items[i], i)
+	})
+}
+
+// ErrBatchFailed: more branches of a Parallel or Map failed than tolerated.
+var ErrBatchFailed = errors.New("durable: batch failure tolerance exceeded")
+
+func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
+	if opts.MaxConcurrency < 0 || opts.MinSuccessful < 0 || opts.MinSuccessful > n || opts.ToleratedFailurePercentage < 0 || opts.ToleratedFailurePercentage > 100 {
+		return BatchResult[T]{}, Fatal(fmt.Errorf("%w: BatchOptions %+v for %d branches", ErrInvalidInput, opts, n))
+	}
+	return runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
+		res := BatchResult[T]{Items: make([]BatchItem[T], n)}
+		for i := range res.Items {
+			res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
+		}
+		// Every branch's child context is created in index order up front, so the
+		// operation IDs do not depend on which goroutine runs first.
+		children := make([]*Context, n)
+		ids := make([]string, n)
+		for i := range n {
+			parent.counter++
+			step := parent.stepID()
+			ids[i] = OperationID(step)
+			children[i] = &Context{x: dc.x, prefix: step, parentID: ids[i]}
+		}
+		limit := opts.MaxConcurrency
+		if limit == 0 {
+			limit = max(n, 1)
+		}
+		var (
+			mu                sync.Mutex
+			wg                sync.WaitGroup
+			succeeded, failed int
+			stop              bool
+			stopped           any // the first suspend or abort of a branch
+		)
+		tooMany := func() bool {
+			return (opts.ToleratedFailures >= 0 && failed > opts.ToleratedFailures) ||
+				(opts.ToleratedFailurePercentage > 0 && float64(failed)*100 > opts.ToleratedFailurePercentage*float64(n))
+		}
+		done := func() bool {
+			return (opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful) || tooMany()
+		}
+		sem := make(chan struct{}, limit)
+		for i := range n {
+			sem <- struct{}{}
+			mu.Lock()
+			if stop || done() {
+				mu.Unlock()
+				<-sem
+				break
+			}
+			mu.Unlock()
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				defer func() {
+					if p := recover(); p != nil {
+						switch p.(type) {
+						case suspend, abort:
+							mu.Lock()
+							if _, isAbort := p.(abort); stopped == nil || isAbort {
+								stopped = p
+							}
+							stop = true
+							mu.Unlock()
+						default:
+							panic(p)
+						}
+					}
+				}()
+				child := children[i]
+				// The branch is a child context of its own: run it through the same
+				// path, but with its ID fixed in advance.
+				v, err := branchChild(child, fmt.Sprintf("%s%d", itemPrefix, i), itemSub, parent.parentID, run, i)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed++
+					oe := &OperationError{OperationID: child.parentID, Name: fmt.Sprintf("%s%d", itemPrefix, i), Type: "Error", Message: err.Error()}
+					var rec *OperationError
+					if errors.As(err, &rec) {
+						oe.Type, oe.Data = rec.Type, rec.Data
+					} else if eo := errorObject(err); eo != nil {
+						oe.Type = aws.ToString(eo.ErrorType)
+					}
+					res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
+					return
+				}
+				succeeded++
+				res.Items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
+			}(i)
+		}
+		wg.Wait()
+		if !done() && stopped != nil {
+			panic(stopped)
+		}
+		switch {
+		case tooMany():
+			res.CompletionReason = FailureToleranceExceeded
+		case opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful:
+			res.CompletionReason = MinSuccessfulReached
+		default:
+			res.CompletionReason = AllCompleted
+		}
+		if res.CompletionReason == FailureToleranceExceeded {
+			return res, fmt.Errorf("%w: %d of %d branches failed", ErrBatchFailed, failed, n)
+		}
+		return res, nil
+	})
+}
+
+// branchChild runs one branch as the CONTEXT operation child.parentID, a child
+// of the batch's own context.
+func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx context.Context, c *Context, i int) (T, error), i int) (T, error) {
+	var zero T
+	x := child.x
+	id := child.parentID
+	op := x.op(id)
+	if op != nil && (op.Type != types.OperationTypeContext || aws.ToString(op.Name) != name) {
+		panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for CONTEXT %q", ErrNondeterministic, id, op.Type, aws.ToString(op.Name), name)})
+	}
+	x.mu.Lock()
+	if x.history[id] {
+		x.visited++
+	}
+	x.replaying.Store(x.visited < len(x.history))
+	x.mu.Unlock()
+	upd := func(action types.OperationAction) types.OperationUpdate {
+		return types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeContext,
+			Action: action, SubType: aws.String(sub), ParentId: aws.String(batchID)}
+	}
+	if op != nil {
+		switch op.Status {
+		case types.OperationStatusSucceeded:
+			var v T
+			if op.ContextDetails == nil || op.ContextDetails.Result == nil {
+				return zero, nil
+			}
+			if err := x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
+				return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+			}
+			return v, nil
+		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+			return zero, operationError(op)
+		}
+	} else {
+		x.checkpoint(upd(types.OperationActionStart))
+	}
+	v, err := run(withInfo(x.ctx, Info{ExecutionArn: x.arn, OperationID: id, OperationName: name}), child, i)
+	if err == nil {
+		var payload []byte
+		if payload, err = x.h.opts.Codec.Marshal(codecChild, v); err == nil {
+			u := upd(types.OperationActionSucceed)
+			u.Payload = aws.String(string(payload))
+			x.checkpoint(u)
+			return v, nil
+		}
+	}
+	if x.ctx.Err() != nil && errors.Is(err, x.ctx.Err()) {
+		panic(abort{err: err})
+	}
+	u := upd(types.OperationActionFail)
+	u.Error = errorObject(err)
+	x.checkpoint(u)
+	return zero, err
+}
+
+// WaitForCondition polls check until it reports done, with the state it returns
+// carried from one check to the next through checkpoints. Between checks the
+// execution suspends for wait(n) (n: the number of checks so far; nil: 1s,
+// 2s, 4s, … capped at 5 minutes); each check is one live attempt of a STEP
+// operation (subtype WaitForCondition) whose RETRY checkpoints the state. An
+// error from check fails the operation.
+func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx context.Context, state S) (S, bool, error), wait func(checks int) time.Duration) (S, error) {
+	var zero S
+	if wait == nil {
+		wait = func(n int) time.Duration { return min(time.Second<<min(n-1, 20), 5*time.Minute) }
+	}
+	id, op := dc.next(types.OperationTypeStep, name)
+	attempt, state, started := 1, initial, false
+	if op != nil {
+		if op.StepDetails != nil {
+			attempt = int(op.StepDetails.Attempt) + 1
+		}
+		switch op.Status {
+		case types.OperationStatusSucceeded:
+			var v S
+			if op.StepDetails == nil || op.StepDetails.Result == nil {
+				return zero, nil
+			}
+			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), codecCondition, &v); err != nil {
+				return zero, fmt.Errorf("durable: condition %s (%s): %w", id, name, err)
+			}
+			return v, nil
+		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+			return zero, operationError(op)
+		case types.OperationStatusPending:
+			panic(suspend{})
+		case types.OperationStatusStarted:
+			started = true
+		}
+		if op.StepDetails != nil && op.StepDetails.Result != nil {
+			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), codecCondition, &state); err != nil {
+				return zero, fmt.Errorf("durable: condition %s (%s) state: %w", id, name, err)
+			}
+		}
+	}
+	if !started {
+		dc.checkpoint(dc.update(id, name, types.OperationTypeStep, subCondition, types.OperationActionStart))
+	}
+	type outcome struct {
+		s    S
+		done bool
+	}
+	out, err := runAttempt(dc, id, name, attempt, func(ctx context.Context) (outcome, error) {
+		s, ok, err := check(ctx, state)
+		return outcome{s, ok}, err
+	})
+	var payload []byte
+	if err == nil {
+		payload, err = dc.x.h.opts.Codec.Marshal(codecCondition, out.s)
+	}
+	if err != nil {
+		if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
+			panic(abort{err: err})
+		}
+		u := dc.update(id, name, types.OperationTypeStep, subCondition, types.OperationActionFail)
+		u.Error = errorObject(err)
+		dc.checkpoint(u)
+		dc.x.metrics.finished(dc.x.ctx, name, "failed")
+		return zero, err
+	}
+	if out.done {
+		u := dc.update(id, name, types.OperationTypeStep, subCondition, types.OperationActionSucceed)
+		u.Payload = aws.String(string(payload))
+		dc.checkpoint(u)
+		dc.x.metrics.finished(dc.x.ctx, name, "succeeded")
+		return out.s, nil
+	}
+	u := dc.update(id, name, types.OperationTypeStep, subCondition, types.OperationActionRetry)
+	u.Payload = aws.String(string(payload))
+	u.StepOptions = &types.StepOptions{NextAttemptDelaySeconds: aws.Int32(int32(max(math.Ceil(wait(attempt).Seconds()), 1)))}
+	dc.checkpoint(u)
+	panic(suspend{})
+}
+
+// Invoke starts the durable or ordinary Lambda function functionName (a name,
+// ARN or qualified ARN) with input as its payload, as a CHAINED_INVOKE operation,
+// and suspends until the service records its outcome, which it decodes into T.
+// The invoked function runs once per execution: replays return its recorded
+// result. A failed, timed-out or stopped invocation returns an *[OperationError].
+func Invoke[T any](dc *Context, name, functionName string, input any) (T, error) {
+	var zero T
+	id, op := dc.next(types.OperationTypeChainedInvoke, name)
+	if op == nil {
+		b, err := json.Marshal(input)
+		if err != nil {
+			return zero, Fatal(fmt.Errorf("durable: invoke %s (%s) input: %w", id, name, err))
+		}
+		u := dc.update(id, name, types.OperationTypeChainedInvoke, subInvoke, types.OperationActionStart)
+		u.Payload = aws.String(string(b))
+		u.ChainedInvokeOptions = &types.ChainedInvokeOptions{FunctionName: aws.String(functionName)}
+		dc.checkpoint(u)
+		op = dc.x.op(id)
+		if op == nil {
+			panic(suspend{})
+		}
+	}
+	switch op.Status {
+	case types.OperationStatusSucceeded:
+		var v T
+		if op.ChainedInvokeDetails == nil || op.ChainedInvokeDetails.Result == nil {
+			return zero, nil
+		}
+		dec := json.NewDecoder(stringsReader(*op.ChainedInvokeDetails.Result))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return zero, fmt.Errorf("durable: invoke %s (%s) result: %w", id, name, err)
+		}
+		return v, nil
+	case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+		return zero, operationError(op)
+	}
+	panic(suspend{})
+}

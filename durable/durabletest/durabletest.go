@@ -1,0 +1,349 @@
+// Package durabletest runs durable functions against the two local stand-ins of
+// the Lambda durable execution service: cairn's in-memory lambdafake and AWS's
+// own local checkpoint server (shipped in the npm package
+// @aws/durable-execution-sdk-js-testing and served over HTTP by
+// testdata/checkpointserver/server.mjs). Tests written against [Execution] run on
+// both, so every behaviour the fake claims is checked against AWS's validators.
+package durabletest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/cairn-go/cairn/durable"
+	"github.com/cairn-go/cairn/durable/lambdafake"
+)
+
+// EndpointEnv names the environment variable with the checkpoint server's URL
+// (scripts/test sets it); unset, tests on that backend skip.
+const EndpointEnv = "DURABLE_CHECKPOINT_ENDPOINT"
+
+// Invoker is what Drive calls; *durable.Handler implements it.
+type Invoker interface {
+	Handle(ctx context.Context, in durable.Input) (durable.Output, error)
+}
+
+// InvokeFunc plays a function called by durable.Invoke: it gets the
+// CHAINED_INVOKE operation and returns the invoked function's JSON result.
+type InvokeFunc func(op types.Operation) (string, error)
+
+// Execution is one durable execution on a backend.
+type Execution interface {
+	// API is the client the handler under test uses.
+	API() durable.API
+	// Drive invokes h until the execution ends, waits only on a callback, an
+	// invocation fails, or max invocations ran. Waits and retry delays are
+	// skipped (the service's timers fire at once).
+	Drive(ctx context.Context, h Invoker, max int) (durable.Output, error)
+	// Input starts one invocation and returns its payload, for calling Handle directly.
+	Input(t testing.TB) durable.Input
+	// Operations returns the execution's operations as GetDurableExecutionState
+	// reports them.
+	Operations(t testing.TB) []types.Operation
+	CompleteCallback(ctx context.Context, callbackID, result string) error
+	FailCallback(ctx context.Context, callbackID, message string) error
+	HeartbeatCallback(ctx context.Context, callbackID string) error
+	// Elapse lets d pass for the service's callback timers: the fake's clock moves,
+	// the server's real timers run (so keep d to a few seconds there).
+	Elapse(d time.Duration)
+	// Invocations counts the invocations so far.
+	Invocations() int
+	// Now is the backend's clock, for durable.Options.Now.
+	Now() time.Time
+}
+
+// Backend creates executions.
+type Backend struct {
+	Name string
+	// Real is set for AWS's checkpoint server.
+	Real bool
+	New  func(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution
+}
+
+// Backends returns the fake and the checkpoint server; the latter needs
+// EndpointEnv (Run skips it otherwise).
+func Backends() []Backend {
+	return []Backend{{Name: "lambdafake", New: newFake}, {Name: "checkpointserver", Real: true, New: newServer}}
+}
+
+// Run runs test once per backend as a subtest; the checkpoint-server subtest
+// skips, saying so, when EndpointEnv is unset.
+func Run(t *testing.T, test func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			if b.Real && os.Getenv(EndpointEnv) == "" {
+				t.Skipf("%s is unset: AWS's local checkpoint server is not running (scripts/test starts it)", EndpointEnv)
+			}
+			t.Parallel()
+			test(t, b)
+		})
+	}
+}
+
+// ---- lambdafake ---------------------------------------------------------------
+
+var fakeStart = time.Date(2026, 10, 8, 12, 0, 0, 0, time.UTC)
+
+// FakeARN is the execution ARN of executions on the fake.
+const FakeARN = "arn:aws:lambda:us-east-1:123456789012:function:orders:$LATEST/durable-execution/run-1/abc"
+
+type fakeExec struct{ f *lambdafake.Fake }
+
+func newFake(_ testing.TB, input json.RawMessage, invoke InvokeFunc) Execution {
+	f := lambdafake.New(FakeARN, input, fakeStart)
+	f.Invoke = invoke
+	return &fakeExec{f: f}
+}
+
+// Fake returns the lambdafake behind an execution of the fake backend, or nil.
+func Fake(e Execution) *lambdafake.Fake {
+	if fe, ok := e.(*fakeExec); ok {
+		return fe.f
+	}
+	return nil
+}
+
+func (e *fakeExec) API() durable.API { return e.f }
+func (e *fakeExec) Drive(ctx context.Context, h Invoker, max int) (durable.Output, error) {
+	return e.f.Drive(ctx, h, max)
+}
+func (e *fakeExec) Input(testing.TB) durable.Input {
+	return e.f.Input()
+}
+func (e *fakeExec) Operations(testing.TB) []types.Operation { return e.f.State() }
+func (e *fakeExec) CompleteCallback(_ context.Context, id, result string) error {
+	return e.f.CompleteCallback(id, result)
+}
+func (e *fakeExec) FailCallback(_ context.Context, id, msg string) error {
+	return e.f.FailCallback(id, msg)
+}
+func (e *fakeExec) HeartbeatCallback(_ context.Context, id string) error {
+	return e.f.HeartbeatCallback(id)
+}
+func (e *fakeExec) Elapse(d time.Duration) { e.f.Advance(d) }
+func (e *fakeExec) Invocations() int       { return e.f.Invocations }
+func (e *fakeExec) Now() time.Time         { return e.f.Now() }
+
+// ---- AWS's checkpoint server ----------------------------------------------------
+
+type serverExec struct {
+	base   string
+	client *lambda.Client
+	invoke InvokeFunc
+
+	mu          sync.Mutex
+	arn         string
+	next        *durable.Input
+	invocation  string
+	token       string
+	invocations int
+}
+
+// Client returns a Lambda client for the checkpoint server at endpoint.
+func Client(endpoint string) *lambda.Client {
+	return lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: aws.AnonymousCredentials{}, Retryer: aws.NopRetryer{}})
+}
+
+func newServer(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution {
+	t.Helper()
+	base := os.Getenv(EndpointEnv)
+	e := &serverExec{base: base, client: Client(base), invoke: invoke}
+	raw, err := e.control("start", map[string]any{"payload": string(input)})
+	if err != nil {
+		t.Fatalf("checkpoint server: start execution: %v", err)
+	}
+	in, inv, err := decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.arn, e.next, e.invocation, e.token = in.DurableExecutionArn, &in, inv, in.CheckpointToken
+	return e
+}
+
+func decode(raw []byte) (durable.Input, string, error) {
+	in, err := durable.DecodeInput(raw)
+	if err != nil {
+		return durable.Input{}, "", fmt.Errorf("checkpoint server: invocation input: %w", err)
+	}
+	var extra struct{ InvocationId string }
+	_ = json.Unmarshal(raw, &extra)
+	return in, extra.InvocationId, nil
+}
+
+func (e *serverExec) control(path string, body any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.Post(e.base+"/harness/"+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", path, resp.Status, out)
+	}
+	return out, nil
+}
+
+func (e *serverExec) API() durable.API { return e.client }
+func (e *serverExec) Now() time.Time   { return time.Now() }
+func (e *serverExec) Invocations() int { e.mu.Lock(); defer e.mu.Unlock(); return e.invocations }
+func (e *serverExec) Elapse(d time.Duration) {
+	time.Sleep(d)
+}
+
+func (e *serverExec) start() (durable.Input, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.invocations++
+	if e.next != nil {
+		in := *e.next
+		e.next = nil
+		return in, nil
+	}
+	raw, err := e.control("invoke", map[string]any{"executionId": e.arn})
+	if err != nil {
+		return durable.Input{}, err
+	}
+	in, inv, err := decode(raw)
+	if err != nil {
+		return durable.Input{}, err
+	}
+	e.invocation, e.token = inv, in.CheckpointToken
+	return in, nil
+}
+
+func (e *serverExec) Input(t testing.TB) durable.Input {
+	t.Helper()
+	in, err := e.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func (e *serverExec) Operations(t testing.TB) []types.Operation {
+	t.Helper()
+	out, err := e.client.GetDurableExecutionState(context.Background(), &lambda.GetDurableExecutionStateInput{
+		DurableExecutionArn: aws.String(e.arn), CheckpointToken: aws.String(e.token)})
+	if err != nil {
+		t.Fatalf("GetDurableExecutionState: %v", err)
+	}
+	return out.Operations
+}
+
+func (e *serverExec) executionID(ops []types.Operation) string {
+	for _, op := range ops {
+		if op.Type == types.OperationTypeExecution {
+			return aws.ToString(op.Id)
+		}
+	}
+	return ""
+}
+
+func (e *serverExec) update(id string, data map[string]any, payload *string, eo *types.ErrorObject) error {
+	body := map[string]any{"executionId": e.arn, "operationId": id, "operationData": data}
+	if payload != nil {
+		body["payload"] = *payload
+	}
+	if eo != nil {
+		body["error"] = eo
+	}
+	_, err := e.control("update", body)
+	return err
+}
+
+func (e *serverExec) Drive(ctx context.Context, h Invoker, max int) (durable.Output, error) {
+	for range max {
+		in, err := e.start()
+		if err != nil {
+			return durable.Output{}, err
+		}
+		out, herr := h.Handle(ctx, in)
+		var eo any
+		if herr != nil {
+			eo = map[string]string{"ErrorType": "InvocationError", "ErrorMessage": herr.Error()}
+		}
+		if _, err := e.control("complete", map[string]any{"executionId": e.arn, "invocationId": e.invocation, "error": eo}); err != nil {
+			return durable.Output{}, err
+		}
+		if herr != nil {
+			return out, herr
+		}
+		state, err := e.client.GetDurableExecutionState(ctx, &lambda.GetDurableExecutionStateInput{
+			DurableExecutionArn: aws.String(e.arn), CheckpointToken: aws.String(in.CheckpointToken)})
+		if err != nil {
+			return durable.Output{}, err
+		}
+		execID := e.executionID(state.Operations)
+		switch out.Status {
+		case durable.StatusSucceeded:
+			return out, e.update(execID, map[string]any{"Status": "SUCCEEDED"}, out.Result, nil)
+		case durable.StatusFailed:
+			return out, e.update(execID, map[string]any{"Status": "FAILED"}, nil, out.Error)
+		}
+		progressed := false
+		for _, op := range state.Operations {
+			id := aws.ToString(op.Id)
+			switch {
+			case op.Type == types.OperationTypeWait && op.Status == types.OperationStatusStarted:
+				err = e.update(id, map[string]any{"Status": "SUCCEEDED"}, nil, nil)
+			case op.Type == types.OperationTypeStep && op.Status == types.OperationStatusPending:
+				err = e.update(id, map[string]any{"Status": "READY"}, nil, nil)
+			case op.Type == types.OperationTypeChainedInvoke && op.Status == types.OperationStatusStarted && e.invoke != nil:
+				res, ierr := e.invoke(op)
+				if ierr != nil {
+					err = e.update(id, map[string]any{"Status": "FAILED", "ChainedInvokeDetails": map[string]any{
+						"Error": map[string]string{"ErrorType": "InvokeError", "ErrorMessage": ierr.Error()}}}, nil, nil)
+				} else {
+					err = e.update(id, map[string]any{"Status": "SUCCEEDED", "ChainedInvokeDetails": map[string]any{"Result": res}}, nil, nil)
+				}
+			default:
+				continue
+			}
+			if err != nil {
+				return durable.Output{}, err
+			}
+			progressed = true
+		}
+		if !progressed {
+			return out, nil
+		}
+	}
+	return durable.Output{}, fmt.Errorf("durabletest: still pending after %d invocations", max)
+}
+
+func (e *serverExec) CompleteCallback(ctx context.Context, id, result string) error {
+	_, err := e.client.SendDurableExecutionCallbackSuccess(ctx, &lambda.SendDurableExecutionCallbackSuccessInput{CallbackId: aws.String(id), Result: []byte(result)})
+	return err
+}
+
+func (e *serverExec) FailCallback(ctx context.Context, id, msg string) error {
+	_, err := e.client.SendDurableExecutionCallbackFailure(ctx, &lambda.SendDurableExecutionCallbackFailureInput{CallbackId: aws.String(id),
+		Error: &types.ErrorObject{ErrorType: aws.String("CallbackFailed"), ErrorMessage: aws.String(msg)}})
+	return err
+}
+
+func (e *serverExec) HeartbeatCallback(ctx context.Context, id string) error {
+	_, err := e.client.SendDurableExecutionCallbackHeartbeat(ctx, &lambda.SendDurableExecutionCallbackHeartbeatInput{CallbackId: aws.String(id)})
+	return err
+}
