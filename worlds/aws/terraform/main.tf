@@ -129,6 +129,8 @@ resource "aws_lambda_event_source_mapping" "task" {
   function_name           = var.worker_function_name
   batch_size              = var.batch_size
   function_response_types = ["ReportBatchItemFailures"]
+  # Creating a mapping checks that the function's role may receive from the queue.
+  depends_on = [aws_iam_role_policy_attachment.worker]
 
   dynamic "scaling_config" {
     for_each = var.maximum_concurrency == null ? [] : [var.maximum_concurrency]
@@ -144,6 +146,7 @@ resource "aws_lambda_event_source_mapping" "routed" {
   function_name           = var.worker_function_name
   batch_size              = each.value.batch_size
   function_response_types = ["ReportBatchItemFailures"]
+  depends_on              = [aws_iam_role_policy_attachment.worker]
 
   dynamic "scaling_config" {
     for_each = each.value.maximum_concurrency == null ? [] : [each.value.maximum_concurrency]

@@ -78,10 +78,32 @@ output "environment" {
       WORKFLOW_QUEUES      = jsonencode({ for k, q in aws_sqs_queue.routed : k => { url = q.url, arn = q.arn, fifo = var.queues[k].fifo } })
       WORKFLOW_RETENTION   = local.retain ? var.retention : "0s"
       WORKFLOW_LIST_SHARDS = tostring(var.list_shards)
+      # How long Sweep waits before sending again a delivery lost with its dead-letter message.
+      WORKFLOW_DEAD_LETTER_RETENTION = "${var.message_retention_seconds}s"
     },
     var.enable_scheduler ? {
       WORKFLOW_SCHEDULER_GROUP    = local.scheduler_group
       WORKFLOW_SCHEDULER_ROLE_ARN = aws_iam_role.scheduler[0].arn
     } : {},
+  )
+}
+
+output "event_source_mappings" {
+  description = "The worker's SQS triggers by queue (\"\" for the task queue): event_source_arn, function_name, batch_size, maximum_concurrency, function_response_types."
+  value = merge(
+    { for m in aws_lambda_event_source_mapping.task : "" => {
+      event_source_arn        = m.event_source_arn
+      function_name           = m.function_name
+      batch_size              = m.batch_size
+      maximum_concurrency     = var.maximum_concurrency
+      function_response_types = m.function_response_types
+    } },
+    { for k, m in aws_lambda_event_source_mapping.routed : k => {
+      event_source_arn        = m.event_source_arn
+      function_name           = m.function_name
+      batch_size              = m.batch_size
+      maximum_concurrency     = var.queues[k].maximum_concurrency
+      function_response_types = m.function_response_types
+    } },
   )
 }

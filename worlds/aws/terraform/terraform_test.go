@@ -150,11 +150,11 @@ func TestOutputs(t *testing.T) {
 		return nil
 	})
 	sort.Strings(keys)
-	want := []string{"WORKFLOW_LIST_SHARDS", "WORKFLOW_QUEUES", "WORKFLOW_QUEUE_ARN", "WORKFLOW_QUEUE_URL", "WORKFLOW_RETENTION", "WORKFLOW_SCHEDULER_GROUP", "WORKFLOW_SCHEDULER_ROLE_ARN", "WORKFLOW_TABLE"}
+	want := []string{"WORKFLOW_DEAD_LETTER_RETENTION", "WORKFLOW_LIST_SHARDS", "WORKFLOW_QUEUES", "WORKFLOW_QUEUE_ARN", "WORKFLOW_QUEUE_URL", "WORKFLOW_RETENTION", "WORKFLOW_SCHEDULER_GROUP", "WORKFLOW_SCHEDULER_ROLE_ARN", "WORKFLOW_TABLE"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("environment keys %v, want %v", keys, want)
 	}
-	for _, o := range []string{"table_name", "table_arn", "queue_url", "queue_arn", "queues", "scheduler_group", "scheduler_role_arn", "worker_policy_arn", "api_policy_arn", "dead_letter_queue_url", "dead_letter_queues", "region", "retention"} {
+	for _, o := range []string{"table_name", "table_arn", "queue_url", "queue_arn", "queues", "scheduler_group", "scheduler_role_arn", "worker_policy_arn", "api_policy_arn", "dead_letter_queue_url", "dead_letter_queues", "region", "retention", "event_source_mappings"} {
 		if find(blocks, "output", o) == nil {
 			t.Errorf("missing output %s", o)
 		}

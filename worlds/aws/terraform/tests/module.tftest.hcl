@@ -36,9 +36,13 @@ run "defaults_keep_runs_forever" {
   assert {
     condition = toset(keys(output.environment)) == toset([
       "WORKFLOW_TABLE", "WORKFLOW_QUEUE_URL", "WORKFLOW_QUEUE_ARN", "WORKFLOW_QUEUES", "WORKFLOW_RETENTION",
-      "WORKFLOW_LIST_SHARDS", "WORKFLOW_SCHEDULER_GROUP", "WORKFLOW_SCHEDULER_ROLE_ARN",
+      "WORKFLOW_LIST_SHARDS", "WORKFLOW_DEAD_LETTER_RETENTION", "WORKFLOW_SCHEDULER_GROUP", "WORKFLOW_SCHEDULER_ROLE_ARN",
     ])
     error_message = "environment keys: ${join(", ", keys(output.environment))}"
+  }
+  assert {
+    condition     = output.environment.WORKFLOW_DEAD_LETTER_RETENTION == "1209600s"
+    error_message = "WORKFLOW_DEAD_LETTER_RETENTION must be the dead-letter queues' retention"
   }
   assert {
     condition     = output.environment.WORKFLOW_TABLE == "wf" && output.environment.WORKFLOW_SCHEDULER_GROUP == "wf"
