@@ -38,6 +38,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return dev(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return inspect(ctx, args[1:], stdout, stderr)
+	case "runs":
+		return runsCommand(ctx, args[1:], stdout, stderr)
+	case "hooks":
+		return hooksCommand(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "cairn", version)
 		return 0

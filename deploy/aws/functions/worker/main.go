@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/cairn-go/cairn/deploy/aws/flows"
 	"github.com/cairn-go/cairn/deploy/aws/functions/internal/deployment"
-	"github.com/cairn-go/cairn/deploy/aws/functions/internal/flows"
 	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/worlds"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
