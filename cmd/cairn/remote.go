@@ -31,8 +31,11 @@ Remote flags: --url URL (default $CAIRN_URL: the deploy/aws api_url output, endi
   /v1/workflow) --region R (default $AWS_REGION, else the Function URL's region)
   --no-sign (a local server such as cairn dev, which takes unsigned requests)`
 
-const hooksUsage = `usage: cairn hooks resume <WEBHOOK-URL | TOKEN> [--payload JSON] [remote flags]
-Resumes a hook and prints the answer. With a webhook URL
+const hooksUsage = `usage: cairn hooks list [--run ID] [--json] [remote flags]
+       cairn hooks resume <WEBHOOK-URL | TOKEN> [--payload JSON] [remote flags]
+list prints the hooks (of one run) through the RPC endpoint with the URL that
+resumes each (its token where the deployment has no webhook base URL).
+resume resumes a hook and prints the answer. With a webhook URL
 (<webhook_base_url>/webhooks/<token>) the payload is POSTed to it as is, unsigned
 (the deployment's webhook URL is public; --sign signs it). With a bare token it
 calls hooks.resume on the RPC endpoint at --url, signed.
@@ -308,8 +311,11 @@ func hooksErr(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		fmt.Fprintln(stdout, hooksUsage)
 		return nil
 	}
+	if args[0] == "list" {
+		return hooksList(ctx, args[1:], stdout, getenv)
+	}
 	if args[0] != "resume" {
-		return usageErrorf("unknown subcommand %q: want resume", args[0])
+		return usageErrorf("unknown subcommand %q: want list or resume", args[0])
 	}
 	var rf remoteFlags
 	var payload string
@@ -364,4 +370,77 @@ func hooksErr(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		return nil
 	}
 	return printJSON(stdout, res)
+}
+
+// hookView is the part of the RPC's hook view hooks list prints.
+type hookView struct {
+	HookID     string          `json:"hookId"`
+	RunID      string          `json:"runId"`
+	Token      string          `json:"token"`
+	Status     string          `json:"status"`
+	WebhookURL string          `json:"webhookUrl"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+func hooksList(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	var rf remoteFlags
+	var runID string
+	var jsonOut bool
+	fs := flag.NewFlagSet("cairn hooks list", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	rf.register(fs)
+	fs.StringVar(&runID, "run", "", "only hooks of this run")
+	fs.BoolVar(&jsonOut, "json", false, "print the RPC's JSON")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, hooksUsage)
+		return nil
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if len(pos) > 0 {
+		return usageErrorf("unexpected arguments %v", pos)
+	}
+	r, err := rf.open(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	params := map[string]any{}
+	if runID != "" {
+		params["runId"] = runID
+	}
+	var hooks []hookView
+	for {
+		res, err := r.call(ctx, "hooks.list", params)
+		if err != nil {
+			return err
+		}
+		if jsonOut && params["cursor"] == nil {
+			// One page as the RPC answers it; --json is for scripts that page themselves.
+			return printJSON(stdout, res)
+		}
+		var page struct {
+			Items  []hookView `json:"items"`
+			Cursor string     `json:"cursor"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil {
+			return fmt.Errorf("hooks.list: not a page of hooks: %w", err)
+		}
+		hooks = append(hooks, page.Items...)
+		if page.Cursor == "" {
+			break
+		}
+		params["cursor"] = page.Cursor
+	}
+	table(stdout, "HOOK ID\tRUN ID\tSTATUS\tRESUME AT", func(add func(...string)) {
+		for _, h := range hooks {
+			at := h.WebhookURL
+			if at == "" {
+				at = h.Token
+			}
+			add(h.HookID, h.RunID, h.Status, at)
+		}
+	})
+	return nil
 }

@@ -133,12 +133,17 @@ func TestWalkThroughAgainstALocalStandIn(t *testing.T) {
 		t.Fatalf("runs start printed %s (%v)", out.Bytes(), err)
 	}
 
-	// 2. The worker creates the hook; its URL is <webhook base>/webhooks/<token>.
+	// 2. The worker creates the hook; cairn hooks list finds it through the signed
+	// RPC. Its URL is <webhook base>/webhooks/<token>.
 	var token string
 	for token == "" {
-		page, err := world.ListHooks(ctx, worlds.HookFilter{RunID: run.RunID})
-		if err != nil {
-			t.Fatal(err)
+		out.Reset()
+		if err := hooksErr(ctx, []string{"list", "--run", run.RunID, "--json"}, &out, getenv); err != nil {
+			t.Fatalf("hooks list: %v", err)
+		}
+		var page worlds.Page[worlds.Hook]
+		if err := json.Unmarshal(out.Bytes(), &page); err != nil {
+			t.Fatalf("hooks list printed %s: %v", out.Bytes(), err)
 		}
 		if len(page.Items) > 0 {
 			token = page.Items[0].Token
@@ -149,6 +154,10 @@ func TestWalkThroughAgainstALocalStandIn(t *testing.T) {
 			t.Fatal("the run never created its hook")
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	out.Reset()
+	if err := hooksErr(ctx, []string{"list", "--run", run.RunID}, &out, getenv); err != nil || !strings.Contains(out.String(), token) || !strings.Contains(out.String(), "active") {
+		t.Fatalf("hooks list table (%v):\n%s", err, out.String())
 	}
 
 	// 3. cairn hooks resume <webhook URL> --payload ... (public, unsigned).
