@@ -6,9 +6,10 @@
 // client (memSQS), a no-op handler and 8 workers, standard and FIFO
 // (PerGroupID), and report ns/op, allocs/op and SQS API calls per message
 // (one op = one message received, handled and deleted). The comparison with
-// github.com/JustCodes/loafer-go/v2 is blocked: the Go module proxy answers
-// 403 "This module version is not available" for that module, so it cannot
-// be added here, and a re-implementation would not be a fair stand-in.
+// github.com/silviolleite/loafer-awsx and github.com/JustCodes/loafer-go/v2 is
+// blocked: the Go module proxy answers 403 "This module version is not
+// available" for both, so they cannot be added here, and a re-implementation
+// would not be a fair stand-in.
 //
 // The workflow benchmarks run a 3-step workflow on cairn's embedded World and
 // on github.com/cschleiden/go-workflows with its SQLite backend in one

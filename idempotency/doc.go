@@ -4,6 +4,6 @@
 // (<prefix>#<base64(md5(JSON.stringify(deepSort(payload))))>), the same record layout
 // and the same lifecycle, so Go and TypeScript functions can share one table. A
 // Manager acquires a key with a conditional write, runs the callback, stores its
-// response and replays it for repeated requests; stores live in the dynamodb and redis
-// sub-packages and are proven by idempotencytest.
+// response and replays it for repeated requests; stores live in the dynamodb, redis and
+// memory (local development and tests) sub-packages and are proven by idempotencytest.
 package idempotency

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/idempotency"
-	"github.com/cairn-go/cairn/idempotency/idempotencytest"
+	"github.com/cairn-go/cairn/idempotency/memory"
 )
 
 func Example() {
 	// In production the store is idempotency/dynamodb or idempotency/redis.
-	store := idempotencytest.NewMemoryStore()
+	store := memory.New()
 	manager, err := idempotency.New(store, idempotency.Options{
 		KeyPrefix:                 "process-order",
 		EventKeyJMESPath:          "id",

@@ -9,6 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
 )
@@ -44,14 +49,85 @@ func (a HashAlgorithm) newHash() (hash.Hash, error) {
 	}
 }
 
-// digest returns base64(hash(data)), the reference's generateHash.
+// maxDigest is the longest base64 digest (SHA-512: 64 bytes).
+const maxDigest = 88
+
+// appendDigest appends base64(hash(data)), the reference's generateHash, without
+// allocating.
+func (a HashAlgorithm) appendDigest(dst, data []byte) ([]byte, error) {
+	var sum [64]byte
+	var n int
+	switch a {
+	case MD5, "":
+		s := md5.Sum(data)
+		n = copy(sum[:], s[:])
+	case SHA1:
+		s := sha1.Sum(data)
+		n = copy(sum[:], s[:])
+	case SHA256:
+		s := sha256.Sum256(data)
+		n = copy(sum[:], s[:])
+	case SHA384:
+		s := sha512.Sum384(data)
+		n = copy(sum[:], s[:])
+	case SHA512:
+		s := sha512.Sum512(data)
+		n = copy(sum[:], s[:])
+	default:
+		_, err := a.newHash()
+		return dst, err
+	}
+	return base64.StdEncoding.AppendEncode(dst, sum[:n]), nil
+}
+
+// digest returns base64(hash(data)).
 func (a HashAlgorithm) digest(data []byte) (string, error) {
-	h, err := a.newHash()
+	var buf [maxDigest]byte
+	d, err := a.appendDigest(buf[:0], data)
+	return string(d), err
+}
+
+// scratch is the reusable state of one key derivation.
+type scratch struct {
+	buf   []byte
+	canon jsvalue.Canonicalizer
+}
+
+// scratches recycles key derivation state, so a key costs one allocation: its string.
+var scratches = sync.Pool{New: func() any { return &scratch{buf: make([]byte, 0, 1024)} }}
+
+// maxPooled keeps one huge payload from pinning its buffer in the pool.
+const maxPooled = 64 << 10
+
+// canonicalKey returns prefix + sep + base64(hash(canonical(v))), or just the digest
+// when sep is 0, allocating only the result.
+func canonicalKey(prefix string, sep byte, v jsvalue.Value, alg HashAlgorithm) (string, error) {
+	sc := scratches.Get().(*scratch)
+	defer func() {
+		if cap(sc.buf) <= maxPooled {
+			scratches.Put(sc)
+		}
+	}()
+	canon, ok := sc.canon.Append(sc.buf[:0], v)
+	sc.buf = canon[:0]
+	if !ok {
+		return "", fmt.Errorf("%w: expression result is undefined", ErrUnsupportedValue)
+	}
+	var digest [maxDigest]byte
+	d, err := alg.appendDigest(digest[:0], canon)
 	if err != nil {
 		return "", err
 	}
-	h.Write(data)
-	return base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+	var sb strings.Builder
+	if sep == 0 {
+		sb.Grow(len(d))
+	} else {
+		sb.Grow(len(prefix) + 1 + len(d))
+		sb.WriteString(prefix)
+		sb.WriteByte(sep)
+	}
+	sb.Write(d)
+	return sb.String(), nil
 }
 
 // CanonicalJSON returns JSON.stringify(deepSort(v)) exactly as the TypeScript library
@@ -70,7 +146,7 @@ func CanonicalJSON(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, ok := jsvalue.Stringify(jsvalue.DeepSort(val))
+	out, ok := jsvalue.AppendCanonical(nil, val)
 	if !ok {
 		return nil, &UnsupportedValueError{Reason: "value is undefined"}
 	}
@@ -80,43 +156,115 @@ func CanonicalJSON(v any) ([]byte, error) {
 // Key returns the idempotency key the TypeScript library derives for payload:
 // <prefix>#<base64(hash(CanonicalJSON(payload)))>.
 func Key(prefix string, payload any, alg HashAlgorithm) (string, error) {
-	canon, err := CanonicalJSON(payload)
+	val, err := toValue(payload)
 	if err != nil {
 		return "", err
 	}
-	d, err := alg.digest(canon)
-	if err != nil {
-		return "", err
-	}
-	return prefix + "#" + d, nil
+	return canonicalKey(prefix, '#', val, alg)
 }
 
 // toValue converts a Go value to the JavaScript value JSON.parse would produce from
-// its JSON encoding.
+// its JSON encoding. The dynamic types encoding/json decodes into (map[string]any,
+// []any, string, float64, bool, nil) and Go's integer types are converted directly;
+// everything else is encoded with encoding/json and parsed.
 func toValue(v any) (jsvalue.Value, error) {
-	var data []byte
-	switch x := v.(type) {
-	case json.RawMessage:
-		data = x
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return jsvalue.Value{}, &UnsupportedValueError{Reason: "not representable as JSON", Err: err}
-		}
-		data = b
+	if x, ok := v.(json.RawMessage); ok {
+		return parseJSON(jsvalue.Parse, x)
 	}
-	val, err := jsvalue.Parse(data)
+	if val, ok := fromDynamic(v, 0); ok {
+		return val, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return jsvalue.Value{}, &UnsupportedValueError{Reason: "not representable as JSON", Err: err}
+	}
+	return parseJSON(jsvalue.ParseOwned, b) // b is ours: its strings need no copy
+}
+
+func parseJSON(parse func([]byte) (jsvalue.Value, error), data []byte) (jsvalue.Value, error) {
+	val, err := parse(data)
 	if err != nil {
 		return jsvalue.Value{}, &UnsupportedValueError{Reason: "invalid JSON", Err: err}
 	}
 	return val, nil
 }
 
-// hashValue hashes the canonical form of an already-parsed value.
-func hashValue(v jsvalue.Value, alg HashAlgorithm) (string, error) {
-	canon, ok := jsvalue.Stringify(jsvalue.DeepSort(v))
-	if !ok {
-		return "", fmt.Errorf("%w: expression result is undefined", ErrUnsupportedValue)
+// maxDynamicDepth bounds fromDynamic's recursion; deeper (or cyclic) values take the
+// encoding/json route, which reports cycles.
+const maxDynamicDepth = 64
+
+// fromDynamic converts v without encoding it when the result is certainly the one
+// encoding and parsing would give: valid UTF-8 strings (encoding/json replaces
+// invalid bytes), finite float64s (their shortest form parses back to themselves),
+// integers (JSON.parse and Go's conversion both round to the nearest double), and
+// maps sorted by key as encoding/json sorts them. ok is false for anything else.
+func fromDynamic(v any, depth int) (jsvalue.Value, bool) {
+	switch x := v.(type) {
+	case nil:
+		return jsvalue.NullValue, true
+	case string:
+		if !utf8.ValidString(x) {
+			return jsvalue.Value{}, false
+		}
+		return jsvalue.Str(x), true
+	case bool:
+		return jsvalue.BoolOf(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return jsvalue.Value{}, false
+		}
+		return jsvalue.Num(x), true
+	case int:
+		return jsvalue.Num(float64(x)), true
+	case int64:
+		return jsvalue.Num(float64(x)), true
+	case int32:
+		return jsvalue.Num(float64(x)), true
+	case uint:
+		return jsvalue.Num(float64(x)), true
+	case uint64:
+		return jsvalue.Num(float64(x)), true
+	case uint32:
+		return jsvalue.Num(float64(x)), true
+	case []any:
+		if x == nil {
+			return jsvalue.NullValue, true
+		}
+		if depth >= maxDynamicDepth {
+			return jsvalue.Value{}, false
+		}
+		items := make([]jsvalue.Value, len(x))
+		for i, e := range x {
+			var ok bool
+			if items[i], ok = fromDynamic(e, depth+1); !ok {
+				return jsvalue.Value{}, false
+			}
+		}
+		return jsvalue.ArrayOf(items), true
+	case map[string]any:
+		if x == nil {
+			return jsvalue.NullValue, true
+		}
+		if depth >= maxDynamicDepth {
+			return jsvalue.Value{}, false
+		}
+		var small [8]jsvalue.Member
+		members := small[:0]
+		if len(x) > len(small) {
+			members = make([]jsvalue.Member, 0, len(x))
+		}
+		for k, e := range x {
+			if !utf8.ValidString(k) {
+				return jsvalue.Value{}, false
+			}
+			val, ok := fromDynamic(e, depth+1)
+			if !ok {
+				return jsvalue.Value{}, false
+			}
+			members = append(members, jsvalue.Member{Key: k, Val: val})
+		}
+		slices.SortFunc(members, func(a, b jsvalue.Member) int { return strings.Compare(a.Key, b.Key) })
+		return jsvalue.ObjectOf(jsvalue.ObjFrom(members)), true
 	}
-	return alg.digest(canon)
+	return jsvalue.Value{}, false
 }

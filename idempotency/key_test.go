@@ -30,6 +30,10 @@ func TestCanonicalJSONGoValues(t *testing.T) {
 		{json.RawMessage(`{"b":1,"B":2}`), `{"b":1,"B":2}`},
 		{json.RawMessage(`{"B":2,"b":1}`), `{"B":2,"b":1}`},
 		{nil, `null`},
+		{map[string]any{"b": "B", "B": "b", "é": 1, "E": 2, "10": 3, "9": 4}, `{"9":4,"10":3,"B":"b","b":"B","E":2,"é":1}`},
+		{[]any{uint64(18446744073709551615), int64(-9007199254740993), uint32(7), int32(-7), uint(1), 2.5, true, nil, []any(nil), map[string]any(nil)}, `[18446744073709552000,-9007199254740992,7,-7,1,2.5,true,null,null,null]`},
+		{map[string]any{"s": "a\xffb", "f": float32(0.1)}, "{\"f\":0.1,\"s\":\"a\ufffdb\"}"},
+		{map[string]any{"r": json.RawMessage(`{"Z":1,"a":2}`), "n": json.Number("1e3")}, `{"n":1000,"r":{"a":2,"Z":1}}`},
 	} {
 		got, err := idempotency.CanonicalJSON(tc.in)
 		if err != nil || string(got) != tc.want {
@@ -67,11 +71,21 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("not idempotent: %s -> %s (%v)", out, again, err)
 		}
-		if !utf8.Valid(data) || strings.Contains(string(data), "__proto__") {
-			return
-		}
 		var a, b any
 		if json.Unmarshal(data, &a) != nil {
+			return
+		}
+		// Decoded Go values take the direct conversion; it must agree with encoding
+		// them and canonicalising the encoding.
+		direct, err := idempotency.CanonicalJSON(a)
+		if err != nil {
+			t.Fatalf("CanonicalJSON(%#v): %v", a, err)
+		}
+		encoded, _ := json.Marshal(a)
+		if via, err := idempotency.CanonicalJSON(json.RawMessage(encoded)); err != nil || string(direct) != string(via) {
+			t.Fatalf("direct conversion %s, via encoding/json %s (%v)", direct, via, err)
+		}
+		if !utf8.Valid(data) || strings.Contains(string(data), "__proto__") {
 			return
 		}
 		if err := json.Unmarshal(out, &b); err != nil || !reflect.DeepEqual(a, b) {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-go/cairn/idempotency/internal/jmespath"
@@ -16,7 +17,11 @@ import (
 )
 
 // DisabledEnv is the environment variable that turns idempotency off (the callback runs
-// directly). It is read once, by New, with extended boolean parsing.
+// directly). New reads it once and parses it as Powertools does: trimmed and
+// case-insensitive, 1, y, yes, t, true and on disable idempotency; 0, n, no, f, false,
+// off and the empty string leave it enabled. Any other value also leaves it enabled
+// and is logged once as a warning: Powertools 2.35 throws at construction for it,
+// which on Lambda fails every cold start over a setting whose safe reading is "on".
 const DisabledEnv = "POWERTOOLS_IDEMPOTENCY_DISABLED"
 
 // Defaults, as in the reference.
@@ -29,6 +34,9 @@ const (
 type Options struct {
 	// KeyPrefix starts every key (<prefix>#<digest>). Default: the trimmed
 	// AWS_LAMBDA_FUNCTION_NAME. Use one prefix per business operation sharing a store.
+	// New rejects an empty prefix (no KeyPrefix and no AWS_LAMBDA_FUNCTION_NAME, as
+	// in local development and tests) with an *OptionError for KeyPrefix: keys would be
+	// "#<digest>", shared silently by every manager on the store.
 	KeyPrefix string
 	// EventKeyJMESPath selects the part of the payload that identifies a request.
 	// Empty uses the whole payload. The Powertools functions powertools_json,
@@ -48,7 +56,12 @@ type Options struct {
 	SerializeKey func(selection any) ([]byte, error)
 	// ThrowOnNoKey rejects requests whose key selection is missing (null, undefined,
 	// or — as in the reference — any falsy value or object/array without a truthy
-	// member) with a *KeyError. Otherwise a null selection bypasses idempotency.
+	// member) with a *KeyError. Otherwise a null or undefined selection bypasses
+	// idempotency (the callback runs unprotected), as in the reference, and is logged:
+	// the first bypass of a manager at WARN, later ones at DEBUG. When the expression
+	// finds nothing because the payload holds JSON as a string (an API Gateway body,
+	// EventKeyJMESPath "body.id"), the warning and the KeyError name the string and
+	// the expression that decodes it ("powertools_json(body).id").
 	ThrowOnNoKey bool
 	// ExpiresAfter is the record lifetime; nil means DefaultExpiresAfter. Nonpositive
 	// values are rejected.
@@ -64,7 +77,8 @@ type Options struct {
 	ResponseHook func(ctx context.Context, response json.RawMessage, record Record) (json.RawMessage, error)
 	// Clock returns the current time; default time.Now.
 	Clock func() time.Time
-	// Logger receives warnings (no deadline, missing key); default slog.Default().
+	// Logger receives warnings (no deadline and the first bypass, once per manager; a
+	// falsy key on every call, as in the reference); default slog.Default().
 	Logger *slog.Logger
 	// LookupEnv reads environment variables; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -124,6 +138,9 @@ type Manager struct {
 	log          *slog.Logger
 	disabled     bool
 	serialize    func(any) ([]byte, error)
+
+	warnedNoDeadline atomic.Bool
+	warnedBypass     atomic.Bool
 }
 
 var (
@@ -210,10 +227,13 @@ func New(store Store, opts Options) (*Manager, error) {
 		switch {
 		case truthyEnv[v]:
 			m.disabled = true
-		case falsyEnv[v]:
+		case falsyEnv[v], v == "":
 		default:
-			return nil, &OptionError{Field: DisabledEnv, Value: raw, Reason: "must be a boolean"}
+			m.log.Warn("idempotency: unrecognised "+DisabledEnv+" value; idempotency stays enabled (want 1/y/yes/t/true/on to disable, 0/n/no/f/false/off to enable)", "value", raw)
 		}
+	}
+	if m.prefix == "" {
+		return nil, &OptionError{Field: "KeyPrefix", Value: "", Reason: "empty, and AWS_LAMBDA_FUNCTION_NAME is unset: keys would be \"#<digest>\", shared by every manager on the store; set KeyPrefix to the operation's name"}
 	}
 	return m, nil
 }
@@ -242,7 +262,26 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		if err != nil {
 			return "", "", false, &KeyError{Query: m.keyExpr, Reason: "key expression failed", Err: err}
 		}
-		if !m.throwOnNoKey && (sel.Kind == jsvalue.Null || sel.Kind == jsvalue.Undefined) {
+		if sel.Kind == jsvalue.Null || sel.Kind == jsvalue.Undefined {
+			hint := ""
+			if at, rewritten, ok := m.keyQuery.EmbeddedJSON(val); ok {
+				switch {
+				case at != "@":
+					hint = fmt.Sprintf("the payload holds JSON as a string at %s; decode it with powertools_json, e.g. EventKeyJMESPath %q", at, rewritten)
+				case rewritten != "":
+					hint = fmt.Sprintf("the payload is a string holding JSON; pass it as a json.RawMessage, or decode it with EventKeyJMESPath %q", rewritten)
+				default:
+					hint = "the payload is a string holding JSON; pass it as a json.RawMessage"
+				}
+			}
+			if m.throwOnNoKey {
+				reason := "no data found to create a hashed idempotency key"
+				if hint != "" {
+					reason += ": " + hint
+				}
+				return "", "", false, &KeyError{Query: m.keyExpr, Reason: reason}
+			}
+			m.logBypass(hint)
 			return "", "", false, nil
 		}
 	}
@@ -252,7 +291,7 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		}
 		m.log.Warn("idempotency: no value found for idempotency key", "jmespath", m.keyExpr)
 	}
-	digest, err := m.hash(sel)
+	key, err := m.hash(m.prefix, '#', sel)
 	if err != nil {
 		return "", "", false, &KeyError{Query: m.keyExpr, Reason: "cannot hash key selection", Err: err}
 	}
@@ -262,17 +301,40 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		if err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "validation expression failed", Err: err}
 		}
-		if vhash, err = m.hash(v); err != nil {
+		if vhash, err = m.hash("", 0, v); err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "cannot hash validation selection", Err: err}
 		}
 	}
-	return m.prefix + "#" + digest, vhash, true, nil
+	return key, vhash, true, nil
 }
 
-// hash digests a selection with the canonical form or the custom serialiser.
-func (m *Manager) hash(v jsvalue.Value) (string, error) {
+// logBypass reports a request that runs without idempotency because the key
+// expression found nothing: at WARN the first time for this manager, then at DEBUG,
+// so a systematic misconfiguration is visible without a log line per request.
+func (m *Manager) logBypass(hint string) {
+	level := slog.LevelDebug
+	if !m.warnedBypass.Load() && m.warnedBypass.CompareAndSwap(false, true) {
+		level = slog.LevelWarn
+	}
+	if !m.log.Enabled(context.Background(), level) {
+		return
+	}
+	msg := "idempotency: the key expression found no value; the request runs without idempotency (set ThrowOnNoKey to reject it)"
+	if level == slog.LevelWarn {
+		msg += "; later occurrences log at DEBUG"
+	}
+	attrs := []any{"jmespath", m.keyExpr}
+	if hint != "" {
+		attrs = append(attrs, "hint", hint)
+	}
+	m.log.Log(context.Background(), level, msg, attrs...)
+}
+
+// hash digests a selection with the canonical form or the custom serialiser and
+// returns prefix + sep + digest (the digest alone when sep is 0).
+func (m *Manager) hash(prefix string, sep byte, v jsvalue.Value) (string, error) {
 	if m.serialize == nil {
-		return hashValue(v, m.alg)
+		return canonicalKey(prefix, sep, v, m.alg)
 	}
 	var goValue any
 	if b, ok := jsvalue.Stringify(v); ok {
@@ -284,7 +346,11 @@ func (m *Manager) hash(v jsvalue.Value) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return m.alg.digest(b)
+	d, err := m.alg.digest(b)
+	if err != nil || sep == 0 {
+		return d, err
+	}
+	return prefix + string(sep) + d, nil
 }
 
 // missingKey is the reference's isMissingIdempotencyKey.
@@ -361,17 +427,22 @@ func attemptOnce[T any](ctx context.Context, m *Manager, key, vhash string, fn f
 	rec := Record{Key: key, Status: StatusInProgress, ExpiresAt: m.expiry(now), ValidationHash: vhash}
 	if deadline, ok := ctx.Deadline(); ok {
 		rec.InProgressExpiresAt = deadline.UnixMilli()
-	} else {
-		m.log.Warn("idempotency: context has no deadline; the record expiry bounds recovery from a crashed execution", "key", key)
+	} else if !m.warnedNoDeadline.Load() && m.warnedNoDeadline.CompareAndSwap(false, true) {
+		m.log.Warn("idempotency: context has no deadline, so records get no execution lease and the record expiry bounds recovery from a crashed execution; logged once per manager", "key", key)
 	}
 	if cached, ok := m.cache.get(key, now); ok {
-		return replay[T](ctx, m, &cached, vhash, now)
+		return replay[T](ctx, m, cached, vhash, now, true)
 	}
 	err := m.store.PutInProgress(ctx, rec, now)
 	if err != nil {
-		var exists *ItemAlreadyExistsError
-		if !errors.As(err, &exists) {
-			return zero, &PersistenceError{Op: "save in progress", Key: key, Err: err}
+		// A type assertion first: errors.As needs the target on the heap.
+		exists, ok := err.(*ItemAlreadyExistsError)
+		if !ok {
+			var wrapped *ItemAlreadyExistsError
+			if !errors.As(err, &wrapped) {
+				return zero, &PersistenceError{Op: "save in progress", Key: key, Err: err}
+			}
+			exists = wrapped
 		}
 		existing := exists.Existing
 		if existing == nil {
@@ -384,19 +455,24 @@ func attemptOnce[T any](ctx context.Context, m *Manager, key, vhash string, fn f
 			}
 			existing = &got
 		}
-		return replay[T](ctx, m, existing, vhash, m.clock())
+		return replay[T](ctx, m, *existing, vhash, m.clock(), false)
 	}
 	return run(ctx, m, key, vhash, fn)
 }
 
 // replay validates an existing record and returns its stored response, as the
 // reference's processExistingRecord and determineResultFromIdempotencyRecord do.
-func replay[T any](ctx context.Context, m *Manager, existing *Record, vhash string, now time.Time) (T, error) {
+// existing is taken by value and copied only into errors, so a replay does not
+// allocate a record.
+func replay[T any](ctx context.Context, m *Manager, existing Record, vhash string, now time.Time, fromCache bool) (T, error) {
 	var zero T
 	if vhash != "" && existing.ValidationHash != vhash {
-		return zero, &ValidationError{Key: existing.Key, Existing: existing}
+		rec := existing
+		return zero, &ValidationError{Key: existing.Key, Existing: &rec}
 	}
-	m.cache.add(*existing)
+	if !fromCache {
+		m.cache.add(existing)
+	}
 	status, err := existing.EffectiveStatus(now)
 	if err != nil {
 		return zero, err
@@ -410,11 +486,12 @@ func replay[T any](ctx context.Context, m *Manager, existing *Record, vhash stri
 		if existing.InProgressExpiresAt != 0 && existing.InProgressExpiresAt < now.UnixMilli() {
 			return zero, &InconsistentStateError{Key: existing.Key, Reason: "item is in progress but its lease has expired"}
 		}
-		return zero, &AlreadyInProgressError{Key: existing.Key, Existing: existing}
+		rec := existing
+		return zero, &AlreadyInProgressError{Key: existing.Key, Existing: &rec}
 	}
 	data := existing.Data
 	if m.hook != nil {
-		data, err = m.hook(ctx, append(json.RawMessage(nil), data...), *existing)
+		data, err = m.hook(ctx, append(json.RawMessage(nil), data...), existing)
 		if err != nil {
 			return zero, err
 		}

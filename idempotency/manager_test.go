@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -343,36 +344,249 @@ func TestStoreFailures(t *testing.T) {
 	}
 }
 
+// TestDisabledByEnvironment: POWERTOOLS_IDEMPOTENCY_DISABLED is parsed as Powertools
+// parses it (trimmed, case-insensitive, extended booleans), and no value makes New
+// fail: an empty or unrecognised value leaves idempotency enabled, the latter with one
+// warning.
 func TestDisabledByEnvironment(t *testing.T) {
 	t.Parallel()
-	for _, v := range []string{"true", " 1 ", "YES", "on", "y", "t"} {
-		store := idempotencytest.NewMemoryStore()
-		m := newManager(t, store, func(o *idempotency.Options) {
-			o.LookupEnv = func(k string) (string, bool) { return v, k == idempotency.DisabledEnv }
+	for _, tc := range []struct {
+		value    string
+		set      bool
+		disabled bool
+		warns    int
+	}{
+		{"", false, false, 0},
+		{"true", true, true, 0},
+		{"TRUE", true, true, 0},
+		{" 1 ", true, true, 0},
+		{"1", true, true, 0},
+		{"YES", true, true, 0},
+		{"y", true, true, 0},
+		{"t", true, true, 0},
+		{"on", true, true, 0},
+		{"\ttrue\n", true, true, 0},
+		{"false", true, false, 0},
+		{"0", true, false, 0},
+		{"off", true, false, 0},
+		{"No", true, false, 0},
+		{"n", true, false, 0},
+		{"f", true, false, 0},
+		{"", true, false, 0},
+		{"   ", true, false, 0},
+		{"maybe", true, false, 1},
+		{"2", true, false, 1},
+		{"disabled", true, false, 1},
+	} {
+		t.Run(fmt.Sprintf("%q/set=%v", tc.value, tc.set), func(t *testing.T) {
+			t.Parallel()
+			store := idempotencytest.NewMemoryStore()
+			logs := &recorder{}
+			m, err := idempotency.New(store, idempotency.Options{
+				KeyPrefix: "p", EventKeyJMESPath: "id", Logger: slog.New(logs),
+				LookupEnv: func(k string) (string, bool) { return tc.value, tc.set && k == idempotency.DisabledEnv },
+			})
+			if err != nil {
+				t.Fatalf("New failed: %v", err)
+			}
+			var c counter
+			for range 2 {
+				if _, err := idempotency.Execute(context.Background(), m, order{"ORD-1", 42}, c.fn("a")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantRuns, wantReqs := int64(1), int64(3)
+			if tc.disabled {
+				wantRuns, wantReqs = 2, 0
+			}
+			if c.n.Load() != wantRuns || store.Requests() != wantReqs {
+				t.Fatalf("runs %d, requests %d; want %d, %d", c.n.Load(), store.Requests(), wantRuns, wantReqs)
+			}
+			if got := logs.count(slog.LevelWarn, idempotency.DisabledEnv); got != tc.warns {
+				t.Fatalf("%d warnings about %s, want %d: %v", got, idempotency.DisabledEnv, tc.warns, logs.messages())
+			}
 		})
+	}
+}
+
+// recorder is a slog.Handler that keeps every record.
+type recorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records = append(r.records, rec.Clone())
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+// count returns how many records at level mention substr in their message or attributes.
+func (r *recorder) count(level slog.Level, substr string) int {
+	n := 0
+	for _, line := range r.lines(level) {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *recorder) lines(level slog.Level) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.records {
+		if rec.Level != level {
+			continue
+		}
+		line := rec.Message
+		rec.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+		out = append(out, line)
+	}
+	return out
+}
+
+func (r *recorder) messages() []string {
+	return append(r.lines(slog.LevelWarn), r.lines(slog.LevelDebug)...)
+}
+
+// TestNoDeadlineWarnsOncePerManager: calls without a context deadline log one warning
+// per manager, not one per call.
+func TestNoDeadlineWarnsOncePerManager(t *testing.T) {
+	t.Parallel()
+	logs := &recorder{}
+	store := idempotencytest.NewMemoryStore()
+	for range 2 {
+		m := newManager(t, store, func(o *idempotency.Options) { o.Logger = slog.New(logs); o.Clock = nil })
 		var c counter
-		for range 2 {
-			if _, err := idempotency.Execute(context.Background(), m, order{"ORD-1", 42}, c.fn("a")); err != nil {
+		for i := range 5 {
+			if _, err := idempotency.Execute(context.Background(), m, order{fmt.Sprint("ORD-", i), 42}, c.fn("a")); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if c.n.Load() != 2 || store.Requests() != 0 {
-			t.Fatalf("%q: runs %d, requests %d", v, c.n.Load(), store.Requests())
+		ctx, cancel := leaseCtx()
+		if _, err := idempotency.Execute(ctx, m, order{"ORD-lease", 42}, c.fn("a")); err != nil {
+			t.Fatal(err)
 		}
+		cancel()
 	}
+	if got := logs.count(slog.LevelWarn, "no deadline"); got != 2 {
+		t.Fatalf("%d deadline warnings for 2 managers × 5 calls, want 2: %v", got, logs.messages())
+	}
+}
+
+// TestEmptyKeyPrefixRejected: without KeyPrefix and AWS_LAMBDA_FUNCTION_NAME every
+// manager would share "#<digest>" keys, so New names the field instead.
+func TestEmptyKeyPrefixRejected(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, prefix, fn string
+		fnSet            bool
+		want             string
+	}{
+		{"nothing", "", "", false, ""},
+		{"blank prefix", "  ", "", false, ""},
+		{"blank function name", "", " ", true, ""},
+		{"function name", "", "my-fn", true, "my-fn"},
+		{"prefix wins", "orders", "my-fn", true, "orders"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := idempotency.New(idempotencytest.NewMemoryStore(), idempotency.Options{
+				KeyPrefix: tc.prefix,
+				LookupEnv: func(k string) (string, bool) { return tc.fn, tc.fnSet && k == "AWS_LAMBDA_FUNCTION_NAME" },
+			})
+			if tc.want == "" {
+				var oe *idempotency.OptionError
+				if !errors.As(err, &oe) || oe.Field != "KeyPrefix" || !errors.Is(err, idempotency.ErrInvalidOption) {
+					t.Fatalf("err = %v, want an OptionError for KeyPrefix", err)
+				}
+				return
+			}
+			if err != nil || m.KeyPrefix() != tc.want {
+				t.Fatalf("prefix %q, %v; want %q", m.KeyPrefix(), err, tc.want)
+			}
+		})
+	}
+}
+
+// TestJSONStringBody: an API Gateway-style event whose body is JSON text in a string
+// makes "body.id" find nothing. As in the reference the request then bypasses
+// idempotency (or fails with ThrowOnNoKey), and both the warning and the error say
+// how to decode the body.
+func TestJSONStringBody(t *testing.T) {
+	t.Parallel()
+	type apiEvent struct {
+		Body string `json:"body"`
+	}
+	event := apiEvent{Body: `{"id":"ORD-1","amount":42}`}
+	for _, tc := range []struct {
+		name  string
+		throw bool
+	}{{"default bypasses and warns", false}, {"ThrowOnNoKey rejects", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logs := &recorder{}
+			store := idempotencytest.NewMemoryStore()
+			m := newManager(t, store, func(o *idempotency.Options) {
+				o.EventKeyJMESPath, o.PayloadValidationJMESPath, o.ThrowOnNoKey, o.Logger = "body.id", "", tc.throw, slog.New(logs)
+			})
+			var c counter
+			for range 3 {
+				_, err := idempotency.Execute(context.Background(), m, event, c.fn("a"))
+				if tc.throw {
+					if !errors.Is(err, idempotency.ErrKey) || !strings.Contains(err.Error(), "powertools_json(body).id") {
+						t.Fatalf("err = %v, want a KeyError suggesting powertools_json(body).id", err)
+					}
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if store.Requests() != 0 {
+				t.Fatalf("%d store requests, want none", store.Requests())
+			}
+			if tc.throw {
+				if c.n.Load() != 0 || len(logs.messages()) != 0 {
+					t.Fatalf("runs %d, logs %v", c.n.Load(), logs.messages())
+				}
+				return
+			}
+			if c.n.Load() != 3 {
+				t.Fatalf("runs %d, want 3 (bypassed)", c.n.Load())
+			}
+			if warn, debug := logs.count(slog.LevelWarn, "powertools_json(body).id"), logs.count(slog.LevelDebug, "powertools_json(body).id"); warn != 1 || debug != 2 {
+				t.Fatalf("%d warnings and %d debug lines with the hint, want 1 and 2: %v", warn, debug, logs.messages())
+			}
+			// The suggested expression works.
+			m = newManager(t, store, func(o *idempotency.Options) {
+				o.EventKeyJMESPath, o.PayloadValidationJMESPath = "powertools_json(body).id", ""
+			})
+			for range 2 {
+				if _, err := idempotency.Execute(context.Background(), m, event, c.fn("a")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.n.Load() != 4 {
+				t.Fatalf("runs %d, want 4 (one more, then a replay)", c.n.Load())
+			}
+		})
+	}
+	// The whole event as a Go string: the hint says to pass it as json.RawMessage.
 	m := newManager(t, idempotencytest.NewMemoryStore(), func(o *idempotency.Options) {
-		o.LookupEnv = func(k string) (string, bool) { return "off", k == idempotency.DisabledEnv }
+		o.EventKeyJMESPath, o.PayloadValidationJMESPath, o.ThrowOnNoKey = "body.id", "", true
 	})
 	var c counter
-	for range 2 {
-		_, _ = idempotency.Execute(context.Background(), m, order{"ORD-1", 42}, c.fn("a"))
+	_, err := idempotency.Execute(context.Background(), m, `{"body":{"id":"ORD-1"}}`, c.fn("a"))
+	if !errors.Is(err, idempotency.ErrKey) || !strings.Contains(err.Error(), "json.RawMessage") || !strings.Contains(err.Error(), "powertools_json(@).body.id") {
+		t.Fatalf("string payload: err = %v", err)
 	}
-	if c.n.Load() != 1 {
-		t.Fatalf("off: runs %d", c.n.Load())
-	}
-	_, err := idempotency.New(idempotencytest.NewMemoryStore(), idempotency.Options{LookupEnv: func(k string) (string, bool) { return "maybe", k == idempotency.DisabledEnv }})
-	if !errors.Is(err, idempotency.ErrInvalidOption) {
-		t.Fatalf("invalid env value: %v", err)
+	if _, err := idempotency.Execute(context.Background(), m, json.RawMessage(`{"body":{"id":"ORD-1"}}`), c.fn("a")); err != nil {
+		t.Fatalf("same event as json.RawMessage: %v", err)
 	}
 }
 

@@ -26,15 +26,22 @@ import (
 // Fault kinds: sqs-throttle-receive, sqs-throttle-delete, sqs-partial-delete,
 // sqs-lost-delete, sqs-throttle-visibility.
 type faultyConsumerSQS struct {
-	consumer.SQSClient
+	batchSQS
 	f *faults
+}
+
+// batchSQS is an SQS client with the batch calls the consumer prefers.
+type batchSQS interface {
+	consumer.SQSClient
+	consumer.BatchDeleteClient
+	consumer.BatchVisibilityClient
 }
 
 func (s *faultyConsumerSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	if s.f.hit("sqs-throttle-receive") {
 		return nil, sqsThrottle("ReceiveMessage")
 	}
-	return s.SQSClient.ReceiveMessage(ctx, in, opts...)
+	return s.batchSQS.ReceiveMessage(ctx, in, opts...)
 }
 
 func (s *faultyConsumerSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
@@ -45,7 +52,7 @@ func (s *faultyConsumerSQS) DeleteMessageBatch(ctx context.Context, in *sqs.Dele
 		// The first entry fails server-side; the rest go through.
 		rest := *in
 		rest.Entries = in.Entries[1:]
-		out, err := s.SQSClient.DeleteMessageBatch(ctx, &rest, opts...)
+		out, err := s.batchSQS.DeleteMessageBatch(ctx, &rest, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +60,7 @@ func (s *faultyConsumerSQS) DeleteMessageBatch(ctx context.Context, in *sqs.Dele
 			Message: aws.String("injected"), SenderFault: false})
 		return out, nil
 	}
-	out, err := s.SQSClient.DeleteMessageBatch(ctx, in, opts...)
+	out, err := s.batchSQS.DeleteMessageBatch(ctx, in, opts...)
 	if err == nil && s.f.hit("sqs-lost-delete") {
 		return nil, connReset("DeleteMessageBatch")
 	}
@@ -64,7 +71,7 @@ func (s *faultyConsumerSQS) ChangeMessageVisibilityBatch(ctx context.Context, in
 	if s.f.hit("sqs-throttle-visibility") {
 		return nil, sqsThrottle("ChangeMessageVisibilityBatch")
 	}
-	return s.SQSClient.ChangeMessageVisibilityBatch(ctx, in, opts...)
+	return s.batchSQS.ChangeMessageVisibilityBatch(ctx, in, opts...)
 }
 
 // TestConsumerUnderSQSFaults runs the messaging consumer on a standard queue
@@ -137,7 +144,7 @@ func consumerUnderFaults(t *testing.T, fifo bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := consumer.New(&faultyConsumerSQS{SQSClient: sq, f: f}, route,
+	c, err := consumer.New(&faultyConsumerSQS{batchSQS: sq, f: f}, route,
 		consumer.WithAckFlushInterval(20*time.Millisecond), consumer.WithRetryTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -58,6 +59,8 @@ type Config struct {
 	// steps reached after the entry point's hand-off time ([worlds.HandOffAt])
 	// are queued either way.
 	QueueSteps bool
+	// StepInterceptor, if set, wraps every step attempt; see [StepInterceptor].
+	StepInterceptor StepInterceptor
 }
 
 // engine is the validated runtime configuration.
@@ -70,11 +73,12 @@ type engine struct {
 	maxPayload int
 	poll       time.Duration
 	queueSteps bool
+	intercept  StepInterceptor
 }
 
 func newEngine(cfg Config) (*engine, error) {
 	e := &engine{world: cfg.World, clock: cfg.Clock, ids: cfg.IDs, log: cfg.Logger, obs: cfg.Observer,
-		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps}
+		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps, intercept: cfg.StepInterceptor}
 	if e.clock == nil {
 		e.clock = time.Now
 	}
@@ -242,8 +246,11 @@ type startOptions struct {
 	attrs map[string]string
 }
 
-// WithRunID fixes the run ID instead of generating one; starting a run whose ID
-// exists fails with an error matching worlds.ErrRunExists.
+// WithRunID fixes the run ID instead of generating one. Starting again with the
+// same ID, workflow and input returns the existing run, queueing its first
+// delivery again while it has not started, so a Start whose answer was lost or
+// whose queueing failed can simply be retried; starting an existing ID with
+// another workflow or input fails with an error matching worlds.ErrRunExists.
 func WithRunID(id string) StartOption { return func(o *startOptions) { o.id = id } }
 
 // WithAttributes stores string attributes on the run, for listings.
@@ -261,9 +268,18 @@ func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opt
 		opt(&o)
 	}
 	name := workflowName(w)
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
+	if err := validateValue(name, in); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+	}
 	raw, err := encode("workflow input", in, c.eng.maxPayload)
 	if err != nil {
 		return nil, err
+	}
+	if err := worlds.ValidateJSON("input", raw); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
 	}
 	id := o.id
 	if id == "" {
@@ -272,7 +288,17 @@ func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opt
 	if _, err := c.eng.world.Append(ctx, id, worlds.Event{
 		Type: worlds.EventRunCreated, WorkflowName: name, Input: raw, Attributes: o.attrs,
 	}); err != nil {
-		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+		if !errors.Is(err, worlds.ErrRunExists) {
+			return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+		}
+		// A retried start: the same run, or a conflict.
+		run, gerr := c.eng.world.GetRun(ctx, id)
+		if gerr != nil || run.WorkflowName != name || !sameJSON(run.Input, raw) {
+			return nil, fmt.Errorf("workflow: start %s: %w", name, err)
+		}
+		if run.Status != worlds.RunPending {
+			return &Run[O]{c: c, id: id}, nil
+		}
 	}
 	if _, err := c.eng.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
 		worlds.QueueOptions{ID: "start-" + id}); err != nil {
@@ -373,6 +399,9 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
 	}
+	if err := worlds.ValidateReason(reason); err != nil {
+		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	}
 	evs := []worlds.Event{
 		{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
 		{Type: worlds.EventRunCancelled, Reason: reason},
@@ -408,4 +437,22 @@ func (e *engine) closeStreams(ctx context.Context, runID string) {
 			}
 		}
 	}
+}
+
+// sameJSON reports whether a and b hold the same JSON value; absent and null
+// are the same.
+func sameJSON(a, b json.RawMessage) bool {
+	decode := func(raw json.RawMessage) (any, bool) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			return nil, true
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v) == nil
+	}
+	va, oka := decode(a)
+	vb, okb := decode(b)
+	return oka && okb && reflect.DeepEqual(va, vb)
 }

@@ -423,7 +423,7 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 		callCtx, cancelCall = context.WithTimeout(actx, c.opts.timeout)
 	}
 	start := e.clock()
-	output, runErr := c.call(callCtx, input)
+	output, runErr := e.callStep(callCtx, info, c, input)
 	cancelCall()
 	dur := e.clock().Sub(start)
 	rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)

@@ -20,8 +20,8 @@ func ResumeHook(ctx context.Context, w World, token string, payload json.RawMess
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	if !json.Valid(payload) {
-		return ResumeContext{}, &ArgumentError{Field: "payload", Value: len(payload), Reason: "not valid JSON"}
+	if err := ValidateJSON("payload", payload); err != nil {
+		return ResumeContext{}, err
 	}
 	hook, err := w.GetHookByToken(ctx, token)
 	if err != nil {

@@ -22,6 +22,26 @@ type Order struct {
 	AmountCt int      `json:"amountCents"`
 }
 
+// Validate rejects orders the workflow cannot fulfil, before a run is created.
+func (o Order) Validate() error {
+	switch {
+	case o.ID == "":
+		return &worlds.InputError{Field: "id", Reason: "required"}
+	case len(o.ID) > 64:
+		return &worlds.InputError{Field: "id", Reason: fmt.Sprintf("%d bytes, at most 64", len(o.ID))}
+	case len(o.Items) == 0:
+		return &worlds.InputError{Field: "items", Reason: "at least one item is required"}
+	case o.AmountCt <= 0:
+		return &worlds.InputError{Field: "amountCents", Reason: "must be positive"}
+	}
+	return nil
+}
+
+// warehouseToken is the hook token the warehouse confirms a run's order with. It
+// names the run, whose ID is unique, so two orders never share a token, even with
+// the same order ID.
+func warehouseToken(runID string) string { return "warehouse-" + runID }
+
 // Receipt is the demo workflow's output.
 type Receipt struct {
 	OrderID     string `json:"orderId"`
@@ -92,8 +112,9 @@ func (w FulfilOrder) Run(ctx workflow.Context, o Order) (Receipt, error) {
 	if err := workflow.Sleep(ctx, w.packing); err != nil {
 		return Receipt{}, err
 	}
+	info, _ := workflow.InfoFrom(ctx)
 	hook, err := workflow.CreateHook[Confirmation](ctx, workflow.HookOptions{
-		Token: "warehouse-" + o.ID, Metadata: map[string]string{"purpose": "warehouse confirmation"},
+		Token: warehouseToken(info.RunID), Metadata: map[string]string{"purpose": "warehouse confirmation", "order": o.ID},
 	})
 	if err != nil {
 		return Receipt{}, err
@@ -115,6 +136,22 @@ func (w FulfilOrder) Run(ctx workflow.Context, o Order) (Receipt, error) {
 		return Receipt{}, err
 	}
 	return Receipt{OrderID: o.ID, ChargeID: chargeID, ConfirmedBy: conf.Packer, Tracking: tracking}, nil
+}
+
+const demoUsage = `usage: cairn demo
+  Runs one order through a durable workflow on a fresh embedded World in a
+  temporary directory, printing its progress: a step that fails once and
+  retries, a durable timer, a hook resumed from outside, a live stream.`
+
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if code, stop := noArgs("demo", demoUsage, args, stderr); stop {
+		return code
+	}
+	if err := demo(ctx, stdout); err != nil {
+		fmt.Fprintln(stderr, "cairn demo:", err)
+		return exitError
+	}
+	return exitOK
 }
 
 // demo runs one order on a fresh embedded World in a temporary directory.
@@ -174,7 +211,7 @@ func runDemo(ctx context.Context, out io.Writer, world worlds.World, packing tim
 	// The warehouse confirms from outside the workflow once the hook exists.
 	confirmed := make(chan error, 1)
 	go func() {
-		token := "warehouse-" + order.ID
+		token := warehouseToken(run.ID())
 		for {
 			if _, err := world.GetHookByToken(ctx, token); err == nil {
 				break

@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
 )
 
 func TestDemo(t *testing.T) {
@@ -28,13 +33,21 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func TestUsage(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"nope"}, &out, &out); code != 2 || !strings.Contains(out.String(), "unknown command") {
-		t.Fatalf("unknown command: code %d, output %q", code, &out)
+// An order without an ID is rejected before a run exists, naming the field, at
+// the Go API and for a start by name (RPC, web UI), instead of failing the run
+// later with a hook token conflict.
+func TestDemoOrderValidated(t *testing.T) {
+	t.Parallel()
+	v := workflow.Use(FulfilOrder{}).(worlds.InputValidator)
+	err := v.ValidateInput("demo.FulfilOrder", json.RawMessage(`{"id":"","items":["tent"],"amountCents":100}`))
+	var ie *worlds.InputError
+	if !errors.As(err, &ie) || ie.Field != "id" {
+		t.Fatalf("empty order ID: %v, want an InputError for field id", err)
 	}
-	out.Reset()
-	if code := run(context.Background(), []string{"version"}, &out, &out); code != 0 || !strings.HasPrefix(out.String(), "cairn ") {
-		t.Fatalf("version: code %d, output %q", code, &out)
+	if err := v.ValidateInput("demo.FulfilOrder", json.RawMessage(`{"id":"o1","items":["tent"],"amountCents":100}`)); err != nil {
+		t.Fatalf("valid order: %v", err)
+	}
+	if a, b := warehouseToken("run_a"), warehouseToken("run_b"); a == b {
+		t.Fatalf("two runs share the warehouse token %q", a)
 	}
 }

@@ -14,14 +14,16 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/internal/cli"
-	"github.com/cairn-go/cairn/internal/devui"
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/workflowui"
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-const devUsage = `usage: cairn dev [--addr 127.0.0.1:0] [--db PATH]
-  Runs the embedded World with the demo workflows, the RPC and webhook endpoints
-  under /v1/workflow, and the web UI. --db defaults to $CAIRN_DB, else ./cairn-dev.db.`
+const devUsage = `usage: cairn dev [--addr 127.0.0.1:0] [--db PATH] [--packing 5s]
+  Runs the embedded World with the demo workflows and serves the web UI, and the
+  World's RPC and webhook endpoints under /v1/workflow, on one loopback port.
+  --db       embedded World file (default $CAIRN_DB, else ./cairn-dev.db)
+  --packing  durable timer of the demo order workflow (default 5s)`
 
 // devOptions configure a dev server.
 type devOptions struct {
@@ -62,10 +64,11 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	}
 	order := FulfilOrder{charges: &chargeCounter{}, packing: o.packing}
 	example, _ := json.Marshal(Order{ID: "ord-1001", Items: []string{"tent", "stove", "lantern"}, AmountCt: 24999})
-	ui, err := devui.New(devui.Config{
-		World:     world,
-		Client:    client,
+	runners := workflow.Use(order)
+	ui, err := workflowui.ClientHandler(client, workflowui.Options{
+		Runners:   runners,
 		Workflows: map[string]json.RawMessage{order.WorkflowName(): example},
+		RPC:       true,
 	})
 	if err != nil {
 		world.Close()
@@ -82,7 +85,7 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	srv := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 2)
-	go func() { done <- client.Serve(serveCtx, workflow.Use(order)) }()
+	go func() { done <- client.Serve(serveCtx, runners) }()
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			done <- err
@@ -127,16 +130,16 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintln(stderr, "cairn dev:", cli.OneLine(err))
-		fmt.Fprintln(stderr, devUsage)
-		return 2
+		fmt.Fprintln(stderr, "run 'cairn dev -h' for usage")
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "cairn dev: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return exitUsage
 	}
 	if o.packing < 0 {
 		fmt.Fprintf(stderr, "cairn dev: --packing %s: must not be negative\n", o.packing)
-		return 2
+		return exitUsage
 	}
 	if o.db == "" {
 		o.db = os.Getenv("CAIRN_DB")
@@ -149,7 +152,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prog.Done()
 	if err != nil {
 		fmt.Fprintln(stderr, "cairn dev:", cli.OneLine(err))
-		return 1
+		return exitError
 	}
 	fmt.Fprintf(stdout, "cairn dev: web UI on %s/ (World %s; RPC and webhooks under %s%s)\n", d.url, o.db, d.url, "/v1/workflow")
 	select {
@@ -159,7 +162,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := d.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "cairn dev:", cli.OneLine(err))
-		return 1
+		return exitError
 	}
 	return 0
 }

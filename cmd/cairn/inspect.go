@@ -17,11 +17,15 @@ import (
 )
 
 const inspectUsage = `usage: cairn inspect <runs|run ID|steps ID|events ID|hooks|streams ID> [flags]
-  World:   --db PATH (default $CAIRN_DB) | --aws [--table T] [--queue-url U]
+  World:   --db PATH (default $CAIRN_DB) | --aws [--table T] [--region R]
+           (--table defaults to $WORKFLOW_TABLE; DYNAMODB_ENDPOINT points at
+           DynamoDB Local or another endpoint; credentials as for the AWS CLI)
   Filters: --workflow NAME --status STATUS --since T --until T (RFC 3339 or a duration ago, e.g. 2h)
            --run ID (hooks) --name STREAM --from N (streams: print chunks)
   Paging:  --limit N --cursor C --all
-  Output:  --json`
+  Output:  --json
+  Exit status: 0 on success, 1 when reading fails (no such run, World or table),
+  2 for bad usage.`
 
 // inspectOptions are the parsed flags of `cairn inspect`.
 type inspectOptions struct {
@@ -121,7 +125,7 @@ func inspectWith(ctx context.Context, args []string, stdout io.Writer, getenv fu
 	var o inspectOptions
 	fs := flag.NewFlagSet("cairn inspect", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	o.world.register(fs)
+	o.world.registerReadOnly(fs)
 	fs.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
 	fs.StringVar(&o.workflow, "workflow", "", "only runs of this workflow")
 	fs.StringVar(&o.status, "status", "", "only runs (or hooks) with this status")

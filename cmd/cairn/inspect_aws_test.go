@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,27 @@ func TestInspectAWSWorld(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `run "nope" not found`) {
 		t.Fatalf("unknown run on AWS: %v", err)
 	}
+	// A table that does not exist is named, with the fix, for every subject.
+	for _, args := range [][]string{{"runs"}, {"run", "run-aws"}, {"hooks"}} {
+		err = inspectErr(ctx, append(args, "--aws", "--table", table+"-missing"), &out, &errb, getenv)
+		if err == nil || !strings.Contains(err.Error(), `DynamoDB table "`+table+`-missing" not found in region`) {
+			t.Fatalf("inspect %v on a missing table: %v", args, err)
+		}
+	}
+}
+
+// Without a region the AWS World is refused with the fix, before any request.
+func TestInspectAWSWithoutRegion(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	var out, errb bytes.Buffer
+	err := inspectErr(context.Background(), []string{"runs", "--aws", "--table", "t"}, &out, &errb, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "no region") || !strings.Contains(err.Error(), "AWS_REGION") {
+		t.Fatalf("no region: %v", err)
+	}
 }
 
 // TestInspectUnreachableWorld points the AWS World at a closed port: the command
@@ -81,7 +103,8 @@ func TestInspectUnreachableWorld(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_MAX_ATTEMPTS", "1")
-	env := map[string]string{"WORKFLOW_TABLE": "t", "WORKFLOW_QUEUE_URL": "http://127.0.0.1:1/000000000000/q", "DYNAMODB_ENDPOINT": "http://127.0.0.1:1"}
+	// Reading needs no queue URL.
+	env := map[string]string{"WORKFLOW_TABLE": "t", "DYNAMODB_ENDPOINT": "http://127.0.0.1:1"}
 	var out, errb bytes.Buffer
 	err := inspectErr(context.Background(), []string{"runs", "--aws"}, &out, &errb, func(k string) string { return env[k] })
 	if err == nil {

@@ -219,7 +219,6 @@ func TestInspectBadInput(t *testing.T) {
 		{"not a database", []string{"runs", "--db", notDB}, 1, "cannot open World file"},
 		{"other version", []string{"runs", "--db", future}, 1, "written by another version of cairn"},
 		{"aws without table", []string{"runs", "--aws"}, 1, "no table"},
-		{"aws without queue", []string{"runs", "--aws", "--table", "t"}, 1, "no queue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -18,7 +19,7 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-// worldFlags choose the World a command reads: the embedded World file (--db,
+// worldFlags choose the World a command uses: the embedded World file (--db,
 // CAIRN_DB) or the AWS World (--aws, with the table and queue from flags or the
 // environment the Terraform module outputs).
 type worldFlags struct {
@@ -26,13 +27,26 @@ type worldFlags struct {
 	aws      bool
 	table    string
 	queueURL string
+	region   string
+	// readOnly commands never queue a delivery, so they need no queue URL.
+	readOnly bool
 }
 
+// register adds the flags of a command that writes to the World: the AWS World
+// needs its queue, to wake runs.
 func (f *worldFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.db, "db", "", "embedded World file (default $CAIRN_DB)")
-	fs.BoolVar(&f.aws, "aws", false, "read the AWS World (DynamoDB table + SQS queue)")
-	fs.StringVar(&f.table, "table", "", "DynamoDB table of the AWS World (default $WORKFLOW_TABLE)")
+	f.registerReadOnly(fs)
+	f.readOnly = false
 	fs.StringVar(&f.queueURL, "queue-url", "", "SQS queue URL of the AWS World (default $WORKFLOW_QUEUE_URL)")
+}
+
+// registerReadOnly adds the flags of a command that only reads the World.
+func (f *worldFlags) registerReadOnly(fs *flag.FlagSet) {
+	f.readOnly = true
+	fs.StringVar(&f.db, "db", "", "embedded World file (default $CAIRN_DB)")
+	fs.BoolVar(&f.aws, "aws", false, "use the AWS World (DynamoDB table, SQS queue)")
+	fs.StringVar(&f.table, "table", "", "DynamoDB table of the AWS World (default $WORKFLOW_TABLE)")
+	fs.StringVar(&f.region, "region", "", "AWS region (default $AWS_REGION or the profile's region)")
 }
 
 // open returns the World the flags name and a function to release it. getenv
@@ -87,7 +101,11 @@ func (f *worldFlags) openAWS(ctx context.Context, getenv func(string) string) (w
 		return nil, nil, errors.New("AWS World: no table: pass --table or set WORKFLOW_TABLE")
 	}
 	if queueURL == "" {
-		return nil, nil, errors.New("AWS World: no queue: pass --queue-url or set WORKFLOW_QUEUE_URL")
+		if !f.readOnly {
+			return nil, nil, errors.New("AWS World: no queue: pass --queue-url or set WORKFLOW_QUEUE_URL")
+		}
+		// Reads never queue a delivery; the World requires a URL all the same.
+		queueURL = "https://sqs.invalid/000000000000/unused-by-reads"
 	}
 	// Reading needs no routes, but a malformed WORKFLOW_QUEUES is still reported, since
 	// the workers reading the same environment would fail on it too. FIFO queues need
@@ -104,9 +122,16 @@ func (f *worldFlags) openAWS(ctx context.Context, getenv func(string) string) (w
 			}
 		}
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	var loadOpts []func(*config.LoadOptions) error
+	if f.region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(f.region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, nil, errors.New("AWS World: no region: pass --region, or set AWS_REGION (or a region in your AWS profile)")
 	}
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if ep := getenv("DYNAMODB_ENDPOINT"); ep != "" {
@@ -118,13 +143,51 @@ func (f *worldFlags) openAWS(ctx context.Context, getenv func(string) string) (w
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	base := getenv("WORKFLOW_BASE_URL")
-	if base == "" {
-		base = "http://localhost/v1/workflow" // only used for webhook URLs, which inspect never builds
-	}
-	w, err := awsworld.New(awsworld.Config{BaseURL: base, TableName: table, QueueURL: queueURL, Queues: queues}, ddb, sq)
+	// BaseURL is optional: without it hooks show no webhook URL rather than a made-up one.
+	w, err := awsworld.New(awsworld.Config{BaseURL: getenv("WORKFLOW_BASE_URL"), TableName: table, QueueURL: queueURL, Queues: queues}, ddb, sq)
 	if err != nil {
 		return nil, nil, fmt.Errorf("AWS World: %w", err)
 	}
-	return w, func() {}, nil
+	return &friendlyWorld{World: w, table: table, region: cfg.Region}, func() {}, nil
+}
+
+// friendlyWorld turns the DynamoDB errors a user can fix into messages naming
+// the fix; everything else passes through.
+type friendlyWorld struct {
+	worlds.World
+	table, region string
+}
+
+func (w *friendlyWorld) explain(err error) error {
+	var notFound *ddbtypes.ResourceNotFoundException
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("DynamoDB table %q not found in region %s: check --table (or WORKFLOW_TABLE) and --region (or AWS_REGION); create it with the Terraform module or awsworld.CreateTable: %w",
+			w.table, w.region, err)
+	}
+	return err
+}
+
+func (w *friendlyWorld) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
+	r, err := w.World.GetRun(ctx, runID)
+	return r, w.explain(err)
+}
+
+func (w *friendlyWorld) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[worlds.Run], error) {
+	p, err := w.World.ListRuns(ctx, f)
+	return p, w.explain(err)
+}
+
+func (w *friendlyWorld) ListHooks(ctx context.Context, f worlds.HookFilter) (worlds.Page[worlds.Hook], error) {
+	p, err := w.World.ListHooks(ctx, f)
+	return p, w.explain(err)
+}
+
+func (w *friendlyWorld) GetHookByToken(ctx context.Context, token string) (worlds.Hook, error) {
+	h, err := w.World.GetHookByToken(ctx, token)
+	return h, w.explain(err)
+}
+
+func (w *friendlyWorld) Append(ctx context.Context, runID string, evs ...worlds.Event) ([]worlds.Event, error) {
+	out, err := w.World.Append(ctx, runID, evs...)
+	return out, w.explain(err)
 }

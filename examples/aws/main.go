@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log"
 	"os"
 	"strings"
@@ -35,49 +33,18 @@ func (GenerateReport) Run(ctx workflow.Context, account string) (string, error) 
 	}, account)
 }
 
-// configFromEnv reads the variables of the Terraform module's environment output.
-func configFromEnv(ctx context.Context) (awsworld.Config, *dynamodb.Client, *sqs.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return awsworld.Config{}, nil, nil, err
-	}
-	c := awsworld.Config{
-		BaseURL:   os.Getenv("WORKFLOW_BASE_URL"),
-		TableName: os.Getenv("WORKFLOW_TABLE"),
-		QueueURL:  os.Getenv("WORKFLOW_QUEUE_URL"),
-	}
-	if raw := os.Getenv("WORKFLOW_QUEUES"); raw != "" && raw != "{}" {
-		var qs map[string]struct {
-			URL  string `json:"url"`
-			ARN  string `json:"arn"`
-			FIFO bool   `json:"fifo"`
-		}
-		if err := json.Unmarshal([]byte(raw), &qs); err != nil {
-			return c, nil, nil, fmt.Errorf("WORKFLOW_QUEUES: %w", err)
-		}
-		c.Queues = map[string]awsworld.QueueConfig{}
-		for name, q := range qs {
-			c.Queues[name] = awsworld.QueueConfig{URL: q.URL, ARN: q.ARN, FIFO: q.FIFO}
-		}
-	}
-	if role := os.Getenv("WORKFLOW_SCHEDULER_ROLE_ARN"); role != "" {
-		c.Scheduler = &awsworld.SchedulerConfig{
-			Client:    scheduler.NewFromConfig(cfg),
-			Group:     os.Getenv("WORKFLOW_SCHEDULER_GROUP"),
-			TargetARN: os.Getenv("WORKFLOW_QUEUE_ARN"),
-			RoleARN:   role,
-		}
-	}
-	return c, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg), nil
-}
-
 func main() {
 	ctx := context.Background()
-	cfg, db, q, err := configFromEnv(ctx)
+	aws, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	world, err := awsworld.New(cfg, db, q)
+	// The variables of the Terraform module's environment output.
+	cfg, err := awsworld.ConfigFromEnv(os.Getenv, scheduler.NewFromConfig(aws))
+	if err != nil {
+		log.Fatal(err)
+	}
+	world, err := awsworld.New(cfg, dynamodb.NewFromConfig(aws), sqs.NewFromConfig(aws))
 	if err != nil {
 		log.Fatal(err)
 	}

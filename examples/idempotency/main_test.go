@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-go/cairn/idempotency"
-	"github.com/cairn-go/cairn/idempotency/idempotencytest"
+	"github.com/cairn-go/cairn/idempotency/memory"
 )
 
 // TestBuildsWithoutCgo guards the deployment contract: the example links statically.
@@ -29,7 +29,7 @@ func TestBuildsWithoutCgo(t *testing.T) {
 
 func TestHandlerReplays(t *testing.T) {
 	t.Parallel()
-	m, err := idempotency.New(idempotencytest.NewMemoryStore(), idempotency.Options{
+	m, err := idempotency.New(memory.New(), idempotency.Options{
 		KeyPrefix: "process-order", EventKeyJMESPath: "id", PayloadValidationJMESPath: "amount", ThrowOnNoKey: true,
 		LookupEnv: func(string) (string, bool) { return "", false },
 	})

@@ -1,3 +1,5 @@
 // Package idempotencytest holds the conformance suite every idempotency.Store must pass
-// (RunStoreSuite) and an in-memory Store for unit tests and benchmarks.
+// (RunStoreSuite) and MemoryStore, the memory store instrumented with request counters
+// for unit tests and benchmarks. Programs that need an in-memory store use
+// idempotency/memory.
 package idempotencytest

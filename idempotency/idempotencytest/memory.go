@@ -2,24 +2,27 @@ package idempotencytest
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cairn-go/cairn/idempotency"
+	"github.com/cairn-go/cairn/idempotency/memory"
 )
 
-// MemoryStore is an in-process idempotency.Store with the DynamoDB store's conditional
-// semantics. It counts requests so tests and benchmarks can assert store round trips.
-// The zero value is ready to use.
+// MemoryStore is the memory store (idempotency/memory) instrumented for tests and
+// benchmarks: it counts requests, can hide the existing record from conflicts, and
+// can arrange state with Set. The zero value is ready to use and hides the existing
+// record, so the manager must read it with Get (the path a store without ALL_OLD
+// takes).
 type MemoryStore struct {
-	mu      sync.Mutex
-	records map[string]idempotency.Record
+	store memory.Store
 	// ReturnExisting makes conflicts carry the existing record (like DynamoDB ALL_OLD).
 	ReturnExisting bool
 
 	Puts, Gets, Completes, Deletes atomic.Int64
 }
+
+var _ idempotency.Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns a store that returns the existing record with conflicts.
 func NewMemoryStore() *MemoryStore { return &MemoryStore{ReturnExisting: true} }
@@ -32,81 +35,35 @@ func (s *MemoryStore) Requests() int64 {
 // PutInProgress implements idempotency.Store.
 func (s *MemoryStore) PutInProgress(ctx context.Context, rec idempotency.Record, now time.Time) error {
 	s.Puts.Add(1)
-	if err := ctx.Err(); err != nil {
-		return err
+	err := s.store.PutInProgress(ctx, rec, now)
+	if exists, ok := err.(*idempotency.ItemAlreadyExistsError); ok && !s.ReturnExisting {
+		return &idempotency.ItemAlreadyExistsError{Key: exists.Key}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.records == nil {
-		s.records = map[string]idempotency.Record{}
-	}
-	if old, ok := s.records[rec.Key]; ok {
-		nowSec := float64(now.UnixMilli()) / 1000
-		expired := float64(old.ExpiresAt) < nowSec
-		leaseOver := old.Status == idempotency.StatusInProgress && old.InProgressExpiresAt != 0 && old.InProgressExpiresAt < now.UnixMilli()
-		if !expired && !leaseOver {
-			e := &idempotency.ItemAlreadyExistsError{Key: rec.Key}
-			if s.ReturnExisting {
-				cp := old
-				e.Existing = &cp
-			}
-			return e
-		}
-	}
-	s.records[rec.Key] = rec
-	return nil
+	return err
 }
 
 // Get implements idempotency.Store.
 func (s *MemoryStore) Get(ctx context.Context, key string) (idempotency.Record, error) {
 	s.Gets.Add(1)
-	if err := ctx.Err(); err != nil {
-		return idempotency.Record{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, ok := s.records[key]
-	if !ok {
-		return idempotency.Record{}, idempotency.ErrItemNotFound
-	}
-	return rec, nil
+	return s.store.Get(ctx, key)
 }
 
 // Complete implements idempotency.Store.
-func (s *MemoryStore) Complete(ctx context.Context, rec idempotency.Record, _ time.Time) error {
+func (s *MemoryStore) Complete(ctx context.Context, rec idempotency.Record, now time.Time) error {
 	s.Completes.Add(1)
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.records == nil {
-		s.records = map[string]idempotency.Record{}
-	}
-	old := s.records[rec.Key]
-	rec.InProgressExpiresAt = old.InProgressExpiresAt // UpdateItem leaves the lease attribute
-	s.records[rec.Key] = rec
-	return nil
+	return s.store.Complete(ctx, rec, now)
 }
 
 // Delete implements idempotency.Store.
 func (s *MemoryStore) Delete(ctx context.Context, key string) error {
 	s.Deletes.Add(1)
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.records, key)
-	return nil
+	return s.store.Delete(ctx, key)
 }
 
-// Set stores rec directly, for arranging test state.
+// Set stores rec as is, replacing any record for rec.Key, to arrange test state. It
+// is not counted as a request.
 func (s *MemoryStore) Set(rec idempotency.Record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.records == nil {
-		s.records = map[string]idempotency.Record{}
-	}
-	s.records[rec.Key] = rec
+	ctx := context.Background()
+	_ = s.store.Delete(ctx, rec.Key)
+	_ = s.store.PutInProgress(ctx, rec, time.Time{})
 }

@@ -121,3 +121,48 @@ func TestBrokerMiddlewareOrder(t *testing.T) {
 		t.Fatalf("order %v", trace)
 	}
 }
+
+// WithShutdownTimeout bounds Run even when a handler ignores cancellation:
+// Run returns while the handler is still blocked (it blocks until the test
+// ends), and the unfinished message is not deleted.
+func TestShutdownTimeoutIsABound(t *testing.T) {
+	t.Parallel()
+	fake := messagingtest.NewSQS()
+	url, _ := fake.AddQueue("stuck")
+	if _, err := fake.Send(url, "m", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	r, err := router.New("stuck", func(context.Context, middleware.Message) error {
+		started <- struct{}{}
+		<-release // ignores ctx
+		return nil
+	}, router.WithWaitTimeSeconds(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(fake, []*router.Route{r}, broker.WithLogger(logger.NewNoOp()),
+		broker.WithShutdownTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- b.Run(ctx) }()
+	<-started
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		close(release)
+		t.Fatal("Run still waits for a handler that ignores cancellation")
+	}
+	close(release)
+	if fake.Len(url) != 1 {
+		t.Fatalf("queue has %d messages, want the unfinished one kept", fake.Len(url))
+	}
+}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 const (
@@ -51,6 +53,19 @@ type acker struct {
 	done     chan struct{}
 	flights  chan struct{}
 	inflight sync.WaitGroup
+	// jobs feeds the maxDeleteFlights delete workers, which live as long as
+	// loop: a goroutine per batch cost more than the batch itself.
+	jobs chan deleteJob
+	// flushBy, set by stop before it closes done, bounds the final flush.
+	flushBy time.Time
+}
+
+// deleteJob is one batch for a delete worker, by value so that sending it
+// allocates nothing.
+type deleteJob struct {
+	ctx context.Context
+	n   int
+	del [batchMax]delEntry
 }
 
 func newAcker(c *Consumer, capacity int) *acker {
@@ -62,6 +77,7 @@ func newAcker(c *Consumer, capacity int) *acker {
 		arm:     make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		flights: make(chan struct{}, maxDeleteFlights),
+		jobs:    make(chan deleteJob),
 	}
 }
 
@@ -94,11 +110,21 @@ func (a *acker) poke(n int) {
 	}
 }
 
-func (a *acker) stop() { close(a.done) }
+// stop ends the loop after a final flush, cut off at flushBy when it is set.
+func (a *acker) stop(flushBy time.Time) {
+	a.flushBy = flushBy
+	close(a.done)
+}
 
 // loop runs until stop; ctx must not be canceled by shutdown (the caller
 // passes context.WithoutCancel) so the final flush still deletes.
 func (a *acker) loop(ctx context.Context) {
+	var workers sync.WaitGroup
+	for range maxDeleteFlights {
+		workers.Add(1)
+		go func() { defer workers.Done(); a.deleteWorker() }()
+	}
+	defer func() { close(a.jobs); workers.Wait() }()
 	period := min(a.c.vis/heartbeatFraction/2, maxHeartbeatPeriod)
 	ticker := a.c.cfg.clock.NewTicker(period)
 	defer ticker.Stop()
@@ -121,7 +147,11 @@ func (a *acker) loop(ctx context.Context) {
 			a.heartbeat(ctx)
 		case <-a.done:
 			timer.Stop()
-			fctx, cancel := context.WithTimeout(ctx, finalFlushTimeout)
+			by := time.Now().Add(finalFlushTimeout)
+			if !a.flushBy.IsZero() {
+				by = a.flushBy
+			}
+			fctx, cancel := context.WithDeadline(ctx, by)
 			a.flush(fctx, true, true)
 			a.inflight.Wait()
 			cancel()
@@ -139,11 +169,11 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 			a.mu.Unlock()
 			break
 		}
-		var del []delEntry
+		var job deleteJob
 		var vis []visEntry
 		if nd >= batchMax || partial && nd > 0 {
 			k := min(nd, batchMax)
-			del = append(make([]delEntry, 0, k), a.deletes[:k]...)
+			job.n = copy(job.del[:], a.deletes[:k])
 			a.deletes = append(a.deletes[:0], a.deletes[k:]...)
 		}
 		if nv >= batchMax || partial && nv > 0 {
@@ -155,7 +185,7 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 		if len(vis) > 0 {
 			a.sendVisibility(ctx, vis)
 		}
-		if len(del) > 0 {
+		if job.n > 0 {
 			if final {
 				a.flights <- struct{}{}
 			} else {
@@ -166,22 +196,14 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 					// leave the loop free for the heartbeat; a finishing
 					// flight kicks the loop again.
 					a.mu.Lock()
-					a.deletes = append(del, a.deletes...)
+					a.deletes = append(job.del[:job.n:job.n], a.deletes...)
 					a.mu.Unlock()
 					return
 				}
 			}
 			a.inflight.Add(1)
-			go func() {
-				defer func() {
-					<-a.flights
-					a.inflight.Done()
-					a.c.slots.release(len(del))
-					a.poke(batchMax)
-					a.poke(1)
-				}()
-				a.sendDeletes(ctx, del)
-			}()
+			job.ctx = ctx
+			a.jobs <- job
 		}
 	}
 	a.mu.Lock()
@@ -202,7 +224,22 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 // queue, holds up its group until its visibility ends.
 const deleteAttempts = 3
 
-func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
+// deleteWorker sends the delete batches it is given until jobs is closed.
+func (a *acker) deleteWorker() {
+	var entries [batchMax]types.DeleteMessageBatchRequestEntry
+	for job := range a.jobs {
+		a.sendDeletes(job.ctx, job.del[:job.n], entries[:0])
+		<-a.flights
+		a.inflight.Done()
+		a.c.slots.release(job.n)
+		a.poke(batchMax)
+		a.poke(1)
+	}
+}
+
+// sendDeletes deletes del, building each request in buf (reused: the
+// client does not keep the request after it returns).
+func (a *acker) sendDeletes(ctx context.Context, del []delEntry, buf []types.DeleteMessageBatchRequestEntry) {
 	log := a.c.cfg.log
 	metric := a.c.cfg.successMetric
 	wait := 50 * time.Millisecond
@@ -219,11 +256,11 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry) {
 			}
 			wait *= 2
 		}
-		entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
+		entries := buf[:0]
 		for i, e := range del {
-			entries[i] = types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle}
+			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: entryIDs[i], ReceiptHandle: e.handle})
 		}
-		out, err := a.c.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
+		out, err := a.deleteBatch(ctx, &sqs.DeleteMessageBatchInput{
 			QueueUrl: &a.c.queueURL, Entries: entries,
 		})
 		if err != nil {
@@ -266,7 +303,7 @@ func (a *acker) sendVisibility(ctx context.Context, vis []visEntry) {
 			Id: entryIDs[i], ReceiptHandle: e.handle, VisibilityTimeout: e.timeout,
 		}
 	}
-	out, err := a.c.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
+	out, err := a.visibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
 		QueueUrl: &a.c.queueURL, Entries: entries,
 	})
 	if err != nil {
@@ -318,4 +355,51 @@ func (a *acker) heartbeat(ctx context.Context) {
 		a.sendVisibility(ctx, due[:k])
 		due = due[k:]
 	}
+}
+
+// deleteBatch sends one DeleteMessageBatch, or, for a client without it, one
+// DeleteMessage per entry with the failures reported the batch way.
+func (a *acker) deleteBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
+	if b, ok := a.c.client.(BatchDeleteClient); ok {
+		return b.DeleteMessageBatch(ctx, in)
+	}
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if _, err := a.c.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: in.QueueUrl, ReceiptHandle: e.ReceiptHandle}); err != nil {
+			out.Failed = append(out.Failed, failure(e.Id, err))
+			continue
+		}
+		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// visibilityBatch is deleteBatch for visibility changes.
+func (a *acker) visibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	if b, ok := a.c.client.(BatchVisibilityClient); ok {
+		return b.ChangeMessageVisibilityBatch(ctx, in)
+	}
+	out := &sqs.ChangeMessageVisibilityBatchOutput{}
+	for _, e := range in.Entries {
+		if _, err := a.c.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: in.QueueUrl, ReceiptHandle: e.ReceiptHandle, VisibilityTimeout: e.VisibilityTimeout,
+		}); err != nil {
+			out.Failed = append(out.Failed, failure(e.Id, err))
+			continue
+		}
+		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// failure reports a single call's error as a batch entry failure; only an
+// API error the client caused (an invalid receipt handle) is a sender fault,
+// so throttles and network errors are sent again.
+func failure(id *string, err error) types.BatchResultErrorEntry {
+	code, sender := "Error", false
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code, sender = api.ErrorCode(), api.ErrorFault() == smithy.FaultClient
+	}
+	return types.BatchResultErrorEntry{Id: id, Code: aws.String(code), Message: aws.String(err.Error()), SenderFault: sender}
 }

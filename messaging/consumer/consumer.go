@@ -35,10 +35,16 @@ type Consumer struct {
 	handler middleware.Handler
 	name    string
 	running atomic.Bool
+	// abandoned is set when the shutdown timeout cut the drain: handlers
+	// still running then must not acknowledge anything.
+	abandoned atomic.Bool
 
 	queueURL  string
 	vis       time.Duration
 	perGroup  bool
+	sched     *router.ScheduledRetryConfig
+	retrier   *Retrier
+	dlq       *router.DLQConfig
 	seq       atomic.Uint64
 	batchPool sync.Pool
 
@@ -48,6 +54,48 @@ type Consumer struct {
 
 	slots *semaphore
 	ack   *acker
+	fatal fatalSet
+}
+
+// fatalSet remembers, per process and bounded, the messages whose handler
+// failed fatally on a WithDLQ route, so their redeliveries on the way to the
+// redrive do not run the handler again.
+type fatalSet struct {
+	mu    sync.Mutex
+	errs  map[string]error
+	order []string // insertion order, for eviction
+}
+
+const fatalSetSize = 4096
+
+func (f *fatalSet) put(id string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.errs == nil {
+		f.errs = make(map[string]error)
+	}
+	if _, ok := f.errs[id]; ok {
+		return
+	}
+	if len(f.order) >= fatalSetSize {
+		delete(f.errs, f.order[0])
+		f.order = f.order[1:]
+	}
+	f.errs[id] = err
+	f.order = append(f.order, id)
+}
+
+func (f *fatalSet) get(id string) (error, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err, ok := f.errs[id]
+	return err, ok
+}
+
+func (f *fatalSet) forget(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.errs, id) // the order entry ages out on its own
 }
 
 // New builds a Consumer for route. It returns ErrNoSQSClient or ErrNoRoute;
@@ -70,7 +118,7 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 			o(&cfg)
 		}
 	}
-	mws := append(append([]middleware.Middleware(nil), cfg.global...), route.Middleware()...)
+	mws := append(append([]middleware.Middleware(nil), cfg.global...), route.Middlewares()...)
 	c := &Consumer{
 		client:   client,
 		route:    route,
@@ -79,6 +127,11 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 		name:     route.QueueName(),
 		vis:      time.Duration(route.VisibilityTimeout()) * time.Second,
 		perGroup: route.RunMode() == router.PerGroupID,
+		sched:    route.ScheduledRetry(),
+		dlq:      route.DLQ(),
+	}
+	if c.sched != nil {
+		c.retrier = &Retrier{Config: *c.sched, Scheduler: cfg.scheduler, SQS: client, Now: cfg.clock.Now}
 	}
 	c.batchPool.New = func() any { return &batch{items: make([]delivery, 0, route.MaxMessages())} }
 	return c, nil
@@ -92,13 +145,19 @@ func (c *Consumer) Route() *router.Route { return c.route }
 // and an error wrapping ErrQueueResolve when the queue URL cannot be found.
 // A Consumer runs at most once at a time.
 func (c *Consumer) Run(ctx context.Context) error {
-	if _, ok := c.route.ScheduledRetry(); ok && c.cfg.scheduler == nil {
+	if c.sched != nil && c.cfg.scheduler == nil {
 		return merrors.ErrNoSchedulerClient
 	}
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("consumer %s: already running", c.name)
 	}
-	defer c.running.Store(false)
+	c.abandoned.Store(false)
+	stuck := false
+	defer func() {
+		if !stuck {
+			c.running.Store(false)
+		}
+	}()
 	if err := c.resolve(ctx); err != nil {
 		return err
 	}
@@ -146,22 +205,51 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
-	if c.cfg.shutdownTimeout > 0 {
-		t := time.NewTimer(c.cfg.shutdownTimeout)
-		select {
-		case <-drained:
-			t.Stop()
-		case <-t.C:
-			c.cfg.log.Warn("shutdown timeout elapsed; canceling handlers", slog.String("route", c.name))
+	var flushBy time.Time
+	if st := c.cfg.shutdownTimeout; st > 0 {
+		// One deadline bounds the whole shutdown, even for handlers that
+		// ignore cancellation: handlers get 70% of it to finish, canceled
+		// handlers 20% more, and the final flush of acknowledgements what is
+		// left. Whatever a handler finishes after it is not acknowledged, so
+		// SQS redelivers it once its visibility lapses; nothing unfinished is
+		// ever deleted.
+		deadline := time.Now().Add(st)
+		flushBy = deadline
+		if !waitUntil(drained, deadline.Add(-st*3/10)) {
+			c.cfg.log.Warn("shutdown timeout elapsing; canceling handlers", slog.String("route", c.name))
 			hardCancel()
-			<-drained
+			// Release what no worker started, even if every worker is stuck.
+			for _, q := range queues {
+				for d := range q {
+					c.finishVisibility(d, 0)
+				}
+			}
+			if !waitUntil(drained, deadline.Add(-st/10)) {
+				c.abandoned.Store(true)
+				c.cfg.log.Warn("handlers ignore cancellation; returning without them", slog.String("route", c.name))
+				// Run again only once the abandoned handlers have returned.
+				stuck = true
+				go func() { <-drained; c.running.Store(false) }()
+			}
 		}
 	} else {
 		<-drained
 	}
-	c.ack.stop()
+	c.ack.stop(flushBy)
 	<-ackDone
 	return nil
+}
+
+// waitUntil waits for done until t and reports whether it closed.
+func waitUntil(done <-chan struct{}, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
 }
 
 func (c *Consumer) resolve(ctx context.Context) error {
@@ -247,7 +335,7 @@ func (c *Consumer) track(msgs []types.Message) *batch {
 	b.extensions, b.pending = 0, len(msgs)
 	b.seq = c.seq.Add(1)
 	for i := range msgs {
-		b.items = append(b.items, delivery{msg: msgs[i], b: b, queue: c.name})
+		b.items = append(b.items, delivery{msg: &msgs[i], b: b, queue: c.name})
 		if c.perGroup {
 			b.items[i].groupKey = c.groupKey(&b.items[i])
 		}
@@ -304,9 +392,8 @@ func (c *Consumer) groupKey(d *delivery) string {
 		var sb strings.Builder
 		sb.WriteString(key)
 		for _, f := range fields {
-			v, _ := d.Attribute(f)
 			sb.WriteByte(0)
-			sb.WriteString(v)
+			sb.WriteString(d.Attribute(f))
 		}
 		key = sb.String()
 	}
@@ -368,6 +455,18 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 			continue
 		}
 		key := d.groupKey // d is recycled once outcome finishes it
+		if c.dlq != nil {
+			if ferr, dead := c.fatal.get(d.ID()); dead {
+				// Already failed fatally: SQS redrives it once its receive
+				// count passes maxReceiveCount, so hand it straight back
+				// without running the handler again.
+				c.releaseDead(ctx, d, ferr)
+				if blocked != nil {
+					blocked[key] = blockMark{seq: c.seq.Load(), timeout: 0}
+				}
+				continue
+			}
+		}
 		err := c.handler(ctx, d)
 		if d.backoffSet {
 			if cl, _ := merrors.Classify(err); cl != merrors.FatalClass {
@@ -402,6 +501,12 @@ func (c *Consumer) capVisibility(d *delivery, want time.Duration) int32 {
 // outcome acts on a handler result. It reports whether the message stays in
 // the queue and, if so, the visibility it was given (-1 when unchanged).
 func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bool, timeout int32) {
+	if c.abandoned.Load() {
+		c.cfg.log.Warn("handler returned after the shutdown timeout; message left for redelivery",
+			slog.String("route", c.name), slog.String("message_id", d.ID()), slog.Any("error", err))
+		c.finish(d)
+		return true, -1
+	}
 	class, delay := merrors.Classify(err)
 	if class == merrors.Success {
 		h := d.msg.ReceiptHandle
@@ -409,8 +514,8 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 		c.ack.delete(h, true)
 		return false, 0
 	}
-	if cfg, ok := c.route.ScheduledRetry(); ok {
-		return c.scheduledOutcome(ctx, d, err, class, delay, cfg)
+	if c.sched != nil {
+		return c.scheduledOutcome(ctx, d, err, class, delay)
 	}
 	level := slog.LevelWarn
 	if class == merrors.FatalClass {
@@ -420,15 +525,17 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 		slog.String("message_id", d.ID()), slog.String("class", class.String()),
 		slog.Int("receive_count", d.ReceiveCount()), slog.Any("error", err))
 
-	dlq, hasDLQ := c.route.DLQ()
-	exhausted := hasDLQ && (class == merrors.FatalClass || d.ReceiveCount() >= dlq.MaxReceiveCount)
-	if exhausted {
+	dlq := c.dlq
+	hasDLQ := dlq != nil
+	if class == merrors.FatalClass && hasDLQ {
+		c.fatal.put(d.ID(), err)
+		c.releaseDead(ctx, d, err)
+		return true, 0
+	}
+	if hasDLQ && d.ReceiveCount() >= dlq.MaxReceiveCount {
 		c.observeDLQ(ctx, d, dlq, err)
 	}
 	switch {
-	case class == merrors.FatalClass && hasDLQ:
-		// Release at once so the redrive policy moves it without waiting.
-		timeout = 0
 	case class == merrors.BackoffRequested:
 		timeout = c.capVisibility(d, delay)
 	default:
@@ -443,7 +550,20 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 	return true, timeout
 }
 
-func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq router.DLQ, err error) {
+// releaseDead hands a fatally failed message back at once (visibility 0) so
+// the redrive policy moves it without waiting, and reports it to the DLQ
+// observer exactly once: on the receive that reaches maxReceiveCount, the
+// last one before SQS moves it. Every receive counts, whichever consumer
+// makes it, so the observer fires once per message, not once per receive.
+func (c *Consumer) releaseDead(ctx context.Context, d *delivery, err error) {
+	if d.ReceiveCount() >= c.dlq.MaxReceiveCount {
+		c.observeDLQ(ctx, d, c.dlq, err)
+		c.fatal.forget(d.ID())
+	}
+	c.finishVisibility(d, 0)
+}
+
+func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq *router.DLQConfig, err error) {
 	c.cfg.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("route", c.name),
 		slog.String("message_id", d.ID()), slog.Int("receive_count", d.ReceiveCount()),
 		slog.Int("max_receive_count", dlq.MaxReceiveCount), slog.Any("error", err))

@@ -145,3 +145,35 @@ func TestReceiveErrorsAreRetried(t *testing.T) {
 	}
 	runUntil(t, c, func() bool { return handled.Load() == 1 && fake.Len(url) == 0 })
 }
+
+// loaferWrapper is a custom client wrapper written against loafer-awsx's
+// five-method SQSClient: it has no batch methods.
+type loaferWrapper struct {
+	consumer.SQSClient
+	deletes atomic.Int64
+}
+
+func (w *loaferWrapper) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	w.deletes.Add(1)
+	return w.SQSClient.DeleteMessage(ctx, in, opts...)
+}
+
+func TestSeedClientWrapperWithoutBatchMethods(t *testing.T) {
+	t.Parallel()
+	fake := messagingtest.NewSQS()
+	url, _ := fake.AddQueue("wrapped")
+	for i := range 15 {
+		if _, err := fake.Send(url, fmt.Sprint("m", i), "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &loaferWrapper{SQSClient: fake}
+	c, err := consumer.New(w, newRoute(t, "wrapped", func(context.Context, middleware.Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, c, func() bool { return fake.Len(url) == 0 })
+	if w.deletes.Load() != 15 || fake.Calls("DeleteMessageBatch") != 0 {
+		t.Fatalf("DeleteMessage %d, DeleteMessageBatch %d", w.deletes.Load(), fake.Calls("DeleteMessageBatch"))
+	}
+}

@@ -68,7 +68,7 @@ func FuzzQueueURLFromARN(f *testing.F) {
 	f.Add("arn:aws:sns:us-east-1:1:t")
 	f.Add(":::::")
 	f.Fuzz(func(t *testing.T, arn string) {
-		url, err := consumer.QueueURLFromARN(arn)
+		url, err := router.QueueURLFromARN(arn)
 		if err != nil {
 			return
 		}

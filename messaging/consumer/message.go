@@ -1,29 +1,72 @@
 package consumer
 
 import (
+	"encoding/json"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/cairn-go/cairn/messaging/middleware"
 )
 
-// delivery is one received message; it implements middleware.Message.
+// Message is what the consumer hands to handlers: a middleware.Message with
+// loafer-awsx's consumer controls. Handlers receive it as a
+// middleware.Message; assert to consumer.Message for Dispatch and BackedOff.
+type Message interface {
+	middleware.Message
+	// Dispatch is accepted for loafer-awsx compatibility and does nothing:
+	// the consumer stops extending a message's visibility when its handler
+	// returns.
+	Dispatch()
+	// BackedOff reports whether Backoff has been called.
+	BackedOff() bool
+}
+
+var _ Message = (*delivery)(nil)
+
+// delivery is one received message; it implements Message.
 type delivery struct {
-	msg        types.Message
+	msg        *types.Message // into the receive output, alive until the batch is done
 	b          *batch
 	queue      string
 	groupKey   string
 	done       bool // guarded by consumer.mu
 	backoff    time.Duration
 	backoffSet bool
+	envOnce    sync.Once
+	env        *middleware.SNSEnvelope
 }
 
 func (d *delivery) ID() string { return deref(d.msg.MessageId) }
 
 func (d *delivery) Body() []byte { return []byte(deref(d.msg.Body)) }
 
-func (d *delivery) Attribute(name string) (string, bool) {
+func (d *delivery) Decode(out any) error { return json.Unmarshal(d.Body(), out) }
+
+func (d *delivery) DecodeMessage(out any) error { return json.Unmarshal([]byte(d.Message()), out) }
+
+// envelope returns the parsed SNS envelope, or nil for a raw body.
+func (d *delivery) envelope() *middleware.SNSEnvelope {
+	d.envOnce.Do(func() {
+		if env, ok := middleware.ParseSNSEnvelope([]byte(deref(d.msg.Body))); ok {
+			d.env = &env
+		}
+	})
+	return d.env
+}
+
+func (d *delivery) Message() string {
+	if env := d.envelope(); env != nil {
+		return env.Message
+	}
+	return deref(d.msg.Body)
+}
+
+// attr reads a string SQS message attribute.
+func (d *delivery) attr(name string) (string, bool) {
 	v, ok := d.msg.MessageAttributes[name]
 	if !ok || v.StringValue == nil {
 		return "", false
@@ -31,8 +74,28 @@ func (d *delivery) Attribute(name string) (string, bool) {
 	return *v.StringValue, true
 }
 
+func (d *delivery) Attribute(name string) string {
+	if v, ok := d.attr(name); ok {
+		return v
+	}
+	if env := d.envelope(); env != nil {
+		return env.MessageAttributes[name].Value
+	}
+	return ""
+}
+
 func (d *delivery) Attributes() map[string]string {
-	out := make(map[string]string, len(d.msg.MessageAttributes))
+	env := d.envelope()
+	n := len(d.msg.MessageAttributes)
+	if env != nil {
+		n += len(env.MessageAttributes)
+	}
+	out := make(map[string]string, n)
+	if env != nil {
+		for k, v := range env.MessageAttributes {
+			out[k] = v.Value
+		}
+	}
 	for k, v := range d.msg.MessageAttributes {
 		if v.StringValue != nil {
 			out[k] = *v.StringValue
@@ -41,7 +104,30 @@ func (d *delivery) Attributes() map[string]string {
 	return out
 }
 
-func (d *delivery) SystemAttribute(name string) string { return d.msg.Attributes[name] }
+func (d *delivery) Metadata() map[string]string { return d.Attributes() }
+
+func (d *delivery) SystemAttributeByKey(name string) string { return d.msg.Attributes[name] }
+
+func (d *delivery) SystemAttributes() map[string]string {
+	out := make(map[string]string, len(d.msg.Attributes))
+	for k, v := range d.msg.Attributes {
+		out[k] = v
+	}
+	return out
+}
+
+func (d *delivery) Identifier() string { return deref(d.msg.ReceiptHandle) }
+
+func (d *delivery) TimeStamp() time.Time {
+	if env := d.envelope(); env != nil && !env.Timestamp.IsZero() {
+		return env.Timestamp
+	}
+	ms, err := strconv.ParseInt(d.msg.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
 
 func (d *delivery) GroupID() string {
 	return d.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
@@ -60,6 +146,10 @@ func (d *delivery) QueueName() string { return d.queue }
 func (d *delivery) Backoff(delay time.Duration) {
 	d.backoff, d.backoffSet = max(delay, 0), true
 }
+
+func (d *delivery) BackedOff() bool { return d.backoffSet }
+
+func (d *delivery) Dispatch() {}
 
 func deref(s *string) string {
 	if s == nil {

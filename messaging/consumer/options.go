@@ -11,14 +11,37 @@ import (
 	"github.com/cairn-go/cairn/messaging/middleware"
 )
 
-// SQSClient is the part of *sqs.Client the consumer uses.
+// SQSClient is the part of *sqs.Client the consumer needs, the same five
+// methods as loafer-awsx's consumer.SQSClient, so custom client wrappers
+// keep working. A client that also implements BatchDeleteClient and
+// BatchVisibilityClient (as *sqs.Client does) gets batched acknowledgement,
+// up to 10 messages per call; otherwise each message is acknowledged with
+// its own call.
 type SQSClient interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
+
+// BatchDeleteClient is implemented by SQS clients with DeleteMessageBatch.
+type BatchDeleteClient interface {
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+// BatchVisibilityClient is implemented by SQS clients with
+// ChangeMessageVisibilityBatch.
+type BatchVisibilityClient interface {
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+var (
+	_ SQSClient             = (*sqs.Client)(nil)
+	_ BatchDeleteClient     = (*sqs.Client)(nil)
+	_ BatchVisibilityClient = (*sqs.Client)(nil)
+	_ SchedulerClient       = (*scheduler.Client)(nil)
+)
 
 // SchedulerClient is the part of *scheduler.Client the Scheduled Retry model
 // uses.
@@ -146,10 +169,15 @@ func WithAckFlushInterval(d time.Duration) Option {
 	}
 }
 
-// WithShutdownTimeout bounds how long Run waits, after its context is
-// canceled, for received messages to finish (default: unbounded). When it
-// elapses, handler contexts are canceled and unstarted messages are released.
-// Non-positive values are ignored.
+// WithShutdownTimeout bounds how long Run takes, after its context is
+// canceled, to return (default: unbounded). Received messages get 70% of d
+// to finish; then handler contexts are canceled and unstarted messages are
+// released; after 20% more Run stops waiting for handlers that ignore
+// cancellation, and the final flush of acknowledgements gets what is left of
+// d. A message whose handler finishes after that is not acknowledged and SQS
+// redelivers it: at least once, never lost. A consumer whose handlers are
+// still running cannot be Run again until they return. Non-positive values
+// are ignored.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

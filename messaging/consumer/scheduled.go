@@ -42,54 +42,150 @@ type ScheduledSendMessage struct {
 // ScheduledAttributeValue is one message attribute in ScheduledSendMessage.
 type ScheduledAttributeValue struct {
 	DataType    string `json:"DataType"`
-	StringValue string `json:"StringValue"`
+	StringValue string `json:"StringValue,omitempty"`
+	BinaryValue []byte `json:"BinaryValue,omitempty"`
 }
 
-// QueueURLFromARN turns arn:aws:sqs:REGION:ACCOUNT:NAME into the queue URL.
-func QueueURLFromARN(arn string) (string, error) {
-	p := strings.Split(arn, ":")
-	if len(p) != 6 || p[0] != "arn" || p[2] != "sqs" || p[3] == "" || p[4] == "" || p[5] == "" {
-		return "", fmt.Errorf("not an SQS queue ARN: %q", arn)
+// SQS limits a scheduled retry or dead letter must fit, or SQS rejects the
+// send after the original is gone.
+const (
+	maxMessageAttributes = 10
+	maxMessageBytes      = 256 * 1024
+	maxIDLength          = 128
+)
+
+// retryMarker ends the MessageDeduplicationId of a scheduled retry, followed
+// by the retry number. It carries the retry count when the message has no
+// room for the retry_count attribute (SQS allows 10 attributes).
+const retryMarker = "~retry-"
+
+// errRetryDoesNotFit reports a retry SQS would reject once the schedule fires.
+var errRetryDoesNotFit = errors.New("scheduled retry would exceed the SQS message limits")
+
+// Sender is the SQS call the Scheduled Retry model makes to dead-letter a
+// message.
+type Sender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Decision is what the Scheduled Retry model did with a failed message.
+type Decision int
+
+const (
+	// Keep: the retry or dead letter could not be created; the message must
+	// stay in the queue (its visibility lapses, or InPlace applies).
+	Keep Decision = iota
+	// Retried: a retry schedule exists; delete the original.
+	Retried
+	// DeadLettered: the message is in the DLQ; delete the original.
+	DeadLettered
+	// InPlace: the retry would not fit the SQS limits; keep the original and
+	// retry it in place after Outcome.Delay.
+	InPlace
+)
+
+// Outcome is the result of Retrier.Fail.
+type Outcome struct {
+	Decision Decision
+	// Delay is the backoff before the retry (Retried, InPlace).
+	Delay time.Duration
+	// RetryCount is the number of scheduled retries made before this one.
+	RetryCount int
+	// Err is why a retry or dead letter was not made (Keep, InPlace).
+	Err error
+}
+
+// Retrier carries out the Scheduled Retry model for one failed message: it
+// creates the retry schedule or sends the message to the DLQ, and reports
+// whether the original may be deleted. The consumer and the lambda adapter
+// share it.
+type Retrier struct {
+	Config    router.ScheduledRetryConfig
+	Scheduler SchedulerClient
+	SQS       Sender
+	// Now is the clock of the schedule fire times (default time.Now).
+	Now func() time.Time
+}
+
+// Fail handles msg whose handler failed with err, classified as class with
+// a requested delay (BackoffRequested).
+func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Class, delay time.Duration) Outcome {
+	current := retryCount(msg)
+	next := current + 1
+	if class == merrors.FatalClass || next > r.Config.MaxRetryCount {
+		if err := publishDLQ(ctx, r.SQS, msg, r.Config, current); err != nil {
+			return Outcome{Decision: Keep, RetryCount: current, Err: fmt.Errorf("dead-letter publish: %w", err)}
+		}
+		return Outcome{Decision: DeadLettered, RetryCount: current}
 	}
-	host := "sqs." + p[3] + ".amazonaws.com"
-	if p[1] == "aws-cn" {
-		host += ".cn"
+	if class != merrors.BackoffRequested {
+		delay = router.ExpBackoff(r.Config.BaseBackoff, r.Config.MaxBackoff, next)
 	}
-	return "https://" + host + "/" + p[4] + "/" + p[5], nil
+	delay = min(max(delay, time.Millisecond), 24*time.Hour)
+	in, err := retryMessage(msg, r.Config, next)
+	if err != nil {
+		return Outcome{Decision: InPlace, Delay: delay, RetryCount: current, Err: err}
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if err := schedule(ctx, r.Scheduler, msg, r.Config, in, next, now().Add(delay)); err != nil {
+		return Outcome{Decision: Keep, Delay: delay, RetryCount: current, Err: fmt.Errorf("create schedule: %w", err)}
+	}
+	return Outcome{Decision: Retried, Delay: delay, RetryCount: current}
+}
+
+func stringAttr(msg *types.Message, name string) (string, bool) {
+	v, ok := msg.MessageAttributes[name]
+	if !ok || v.StringValue == nil {
+		return "", false
+	}
+	return *v.StringValue, true
+}
+
+// retryCount is the number of scheduled retries already made: the retry_count
+// attribute, or else the count carried in the deduplication ID.
+func retryCount(msg *types.Message) int {
+	if v, ok := stringAttr(msg, RetryCountAttribute); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+		return 0
+	}
+	dedup := msg.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
+	if i := strings.LastIndex(dedup, retryMarker); i >= 0 {
+		if n, err := strconv.Atoi(dedup[i+len(retryMarker):]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error, class merrors.Class,
-	delay time.Duration, cfg router.ScheduledRetry) (bool, int32) {
-	current := 0
-	if v, ok := d.Attribute(RetryCountAttribute); ok {
-		if n, perr := strconv.Atoi(v); perr == nil && n > 0 {
-			current = n
-		}
-	}
-	next := current + 1
+	delay time.Duration) (bool, int32) {
+	out := c.retrier.Fail(ctx, d.msg, class, delay)
 	log := c.cfg.log.With(slog.String("route", c.name), slog.String("message_id", d.ID()),
-		slog.Int("retry_count", current), slog.Any("error", err))
-	if class == merrors.FatalClass || next > cfg.MaxRetryCount {
-		if perr := c.publishDLQ(ctx, d, cfg, current); perr != nil {
-			log.Error("dead-letter publish failed; message left in queue", slog.Any("publish_error", perr))
-			c.finish(d)
-			return true, -1
-		}
+		slog.Int("retry_count", out.RetryCount), slog.Any("error", err))
+	switch out.Decision {
+	case Keep:
+		log.Error("scheduled retry failed; message left in queue", slog.Any("retry_error", out.Err))
+		c.finish(d)
+		return true, -1
+	case InPlace:
+		// The retry cannot be carried: keep the original and retry it in
+		// place after the backoff, as the Visibility model would.
+		timeout := c.capVisibility(d, out.Delay)
+		log.Error("retry does not fit SQS limits; retrying in place", slog.Any("retry_error", out.Err))
+		c.finishVisibility(d, timeout)
+		return true, timeout
+	case DeadLettered:
 		log.Error("message dead-lettered")
 		if c.cfg.deadMetric != nil {
 			c.cfg.deadMetric(c.name)
 		}
-	} else {
-		if class != merrors.BackoffRequested {
-			delay = cfg.Delay(next)
-		}
-		delay = min(max(delay, time.Millisecond), 24*time.Hour)
-		if serr := c.schedule(ctx, d, cfg, next, delay); serr != nil {
-			log.Error("retry schedule failed; message left in queue", slog.Any("schedule_error", serr))
-			c.finish(d)
-			return true, -1
-		}
-		log.Warn("retry scheduled", slog.Duration("delay", delay))
+	case Retried:
+		log.Warn("retry scheduled", slog.Duration("delay", out.Delay))
 		if c.cfg.retryMetric != nil {
 			c.cfg.retryMetric(c.name)
 		}
@@ -101,32 +197,68 @@ func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error,
 	return false, 0
 }
 
-func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.ScheduledRetry, next int, delay time.Duration) error {
-	url, err := QueueURLFromARN(cfg.TargetQueueARN)
+// retryMessage builds the SendMessage a retry schedule makes. It returns
+// errRetryDoesNotFit when SQS would reject it: the original is only deleted
+// once its retry is known to be deliverable.
+func retryMessage(msg *types.Message, cfg router.ScheduledRetryConfig, next int) (ScheduledSendMessage, error) {
+	url, err := router.QueueURLFromARN(cfg.TargetQueueARN)
 	if err != nil {
-		return err
+		return ScheduledSendMessage{}, err
 	}
+	fifo := strings.HasSuffix(cfg.TargetQueueARN, ".fifo")
 	in := ScheduledSendMessage{
-		QueueUrl:               url,
-		MessageBody:            aws.ToString(d.msg.Body),
-		MessageGroupId:         d.GroupID(),
-		MessageDeduplicationId: dedupID(d.ID(), "r"+strconv.Itoa(next)),
-		MessageAttributes:      map[string]ScheduledAttributeValue{},
+		QueueUrl:          url,
+		MessageBody:       aws.ToString(msg.Body),
+		MessageAttributes: make(map[string]ScheduledAttributeValue, len(msg.MessageAttributes)+1),
 	}
-	for k, v := range d.msg.MessageAttributes {
-		if v.StringValue != nil && k != RetryCountAttribute {
-			in.MessageAttributes[k] = ScheduledAttributeValue{DataType: aws.ToString(v.DataType), StringValue: *v.StringValue}
+	id := aws.ToString(msg.MessageId)
+	if fifo {
+		in.MessageGroupId = msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if in.MessageGroupId == "" {
+			in.MessageGroupId = id
 		}
+		in.MessageDeduplicationId = dedupID(id, retryMarker+strconv.Itoa(next))
 	}
-	in.MessageAttributes[RetryCountAttribute] = ScheduledAttributeValue{DataType: "Number", StringValue: strconv.Itoa(next)}
+	size := len(in.MessageBody)
+	for k, v := range msg.MessageAttributes {
+		if k == RetryCountAttribute {
+			continue
+		}
+		in.MessageAttributes[k] = ScheduledAttributeValue{DataType: aws.ToString(v.DataType),
+			StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+		size += attrSize(k, v)
+	}
+	count := types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(next))}
+	if len(in.MessageAttributes) < maxMessageAttributes && size+attrSize(RetryCountAttribute, count) <= maxMessageBytes {
+		in.MessageAttributes[RetryCountAttribute] = ScheduledAttributeValue{DataType: "Number", StringValue: strconv.Itoa(next)}
+		return in, nil
+	}
+	// No room for retry_count: a FIFO retry carries the count in its
+	// deduplication ID; a standard queue has nowhere to carry it.
+	if !fifo {
+		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes and %d bytes leave no room for %s on a standard queue",
+			errRetryDoesNotFit, len(in.MessageAttributes), size, RetryCountAttribute)
+	}
+	if len(in.MessageAttributes) > maxMessageAttributes || size > maxMessageBytes {
+		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes, %d bytes", errRetryDoesNotFit, len(in.MessageAttributes), size)
+	}
+	return in, nil
+}
+
+func attrSize(name string, v types.MessageAttributeValue) int {
+	return len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+}
+
+func schedule(ctx context.Context, client SchedulerClient, msg *types.Message, cfg router.ScheduledRetryConfig,
+	in ScheduledSendMessage, next int, fireAt time.Time) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
 	// Schedules fire at second granularity: round up so the delay holds.
-	at := c.cfg.clock.Now().Add(delay).UTC().Add(time.Second - 1).Truncate(time.Second)
-	_, err = c.cfg.scheduler.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
-		Name:                       aws.String(scheduleName(d.ID(), next)),
+	at := fireAt.UTC().Add(time.Second - 1).Truncate(time.Second)
+	_, err = client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
+		Name:                       aws.String(scheduleName(aws.ToString(msg.MessageId), next)),
 		ScheduleExpression:         aws.String("at(" + at.Format("2006-01-02T15:04:05") + ")"),
 		ScheduleExpressionTimezone: aws.String("UTC"),
 		FlexibleTimeWindow:         &stypes.FlexibleTimeWindow{Mode: stypes.FlexibleTimeWindowModeOff},
@@ -145,31 +277,44 @@ func (c *Consumer) schedule(ctx context.Context, d *delivery, cfg router.Schedul
 	return err
 }
 
-func (c *Consumer) publishDLQ(ctx context.Context, d *delivery, cfg router.ScheduledRetry, retries int) error {
-	attrs := make(map[string]types.MessageAttributeValue, len(d.msg.MessageAttributes)+1)
-	for k, v := range d.msg.MessageAttributes {
+// publishDLQ sends an exhausted message to the scheduled-retry DLQ with its
+// attributes and, when there is room, retry_count. SQS allows 10 attributes:
+// a message that already has 10 keeps them all and goes without retry_count
+// rather than being rejected.
+func publishDLQ(ctx context.Context, client Sender, msg *types.Message, cfg router.ScheduledRetryConfig, retries int) error {
+	attrs := make(map[string]types.MessageAttributeValue, len(msg.MessageAttributes)+1)
+	size := len(aws.ToString(msg.Body))
+	for k, v := range msg.MessageAttributes {
+		if k == RetryCountAttribute {
+			continue
+		}
 		attrs[k] = v
+		size += attrSize(k, v)
 	}
-	attrs[RetryCountAttribute] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(retries))}
+	count := types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(retries))}
+	if len(attrs) < maxMessageAttributes && size+attrSize(RetryCountAttribute, count) <= maxMessageBytes {
+		attrs[RetryCountAttribute] = count
+	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(cfg.DLQQueueURL),
-		MessageBody:       d.msg.Body,
+		MessageBody:       msg.Body,
 		MessageAttributes: attrs,
 	}
 	if strings.HasSuffix(cfg.DLQQueueURL, ".fifo") {
-		g := d.GroupID()
+		id := aws.ToString(msg.MessageId)
+		g := msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if g == "" {
-			g = d.ID()
+			g = id
 		}
 		in.MessageGroupId = aws.String(g)
-		in.MessageDeduplicationId = aws.String(dedupID(d.ID(), "dlq"))
+		in.MessageDeduplicationId = aws.String(dedupID(id, "~dlq"))
 	}
-	_, err := c.client.SendMessage(ctx, in)
+	_, err := client.SendMessage(ctx, in)
 	return err
 }
 
 func dedupID(id, suffix string) string {
-	s := sanitize(id) + "-" + suffix
+	s := sanitize(id) + suffix
 	if len(s) > 128 {
 		s = s[len(s)-128:]
 	}

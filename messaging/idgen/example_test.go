@@ -8,8 +8,8 @@ import (
 )
 
 func Example() {
-	g, _ := idgen.NewComposite(idgen.WithFields("tenant", "order"))
+	g := idgen.NewComposite(idgen.WithFields("tenant", "order"))
 	id, _ := g.Generate(context.Background(), map[string]string{"order": "o-1", "tenant": "acme", "other": "x"})
 	fmt.Println(id)
-	// Output: order=o-1:tenant=acme
+	// Output: acme:o-1
 }

@@ -1,5 +1,7 @@
 // Package idgen generates MessageGroupId and MessageDeduplicationId values
-// for FIFO topics and queues from message fields.
+// for FIFO topics and queues from message fields (the producer passes a
+// message's string attributes). Its output is byte-identical to
+// loafer-awsx's, so a migrating producer keeps its FIFO groups.
 package idgen
 
 import (
@@ -17,12 +19,15 @@ import (
 	merrors "github.com/cairn-go/cairn/messaging/errors"
 )
 
-// GroupIDGenerator produces a MessageGroupId.
+// GroupIDGenerator produces a MessageGroupId from message fields. It must be
+// safe for concurrent use.
 type GroupIDGenerator interface {
 	Generate(ctx context.Context, fields map[string]string) (string, error)
 }
 
-// DeduplicationIDGenerator produces a MessageDeduplicationId.
+// DeduplicationIDGenerator produces a MessageDeduplicationId from message
+// fields. Its method set equals GroupIDGenerator's, so every generator here
+// is both.
 type DeduplicationIDGenerator interface {
 	Generate(ctx context.Context, fields map[string]string) (string, error)
 }
@@ -30,153 +35,210 @@ type DeduplicationIDGenerator interface {
 // HashAlgorithm is the digest of NewKeyBased.
 type HashAlgorithm int
 
-// Hash algorithms.
 const (
+	// SHA256 encodes the SHA-256 digest as lowercase hex (the default).
 	SHA256 HashAlgorithm = iota
+	// FNV64 encodes the 64-bit FNV-1a hash as lowercase hex, without
+	// leading zeros.
 	FNV64
 )
 
-// Option configures a generator.
-type Option func(*Generator) error
-
-// WithHashAlgorithm selects SHA256 (default) or FNV64.
-func WithHashAlgorithm(a HashAlgorithm) Option {
-	return func(g *Generator) error {
-		if a != SHA256 && a != FNV64 {
-			return fmt.Errorf("WithHashAlgorithm: unknown algorithm %d", int(a))
-		}
-		g.alg = a
-		return nil
-	}
-}
-
-// WithSeparator sets the separator joining key/value pairs (default ":").
-func WithSeparator(sep string) Option {
-	return func(g *Generator) error { g.sep = sep; return nil }
-}
-
-// WithFields restricts the fields used (default: all, sorted by name).
-func WithFields(fields ...string) Option {
-	return func(g *Generator) error {
-		for i, f := range fields {
-			if f == "" {
-				return fmt.Errorf("WithFields: field %d is empty", i)
-			}
-		}
-		g.fields = append([]string(nil), fields...)
-		return nil
-	}
-}
-
-// WithSuffixRange sets the inclusive suffix range of NewCompositeWithSuffix
-// (default [1, 20]); min must be >= 0 and <= max.
-func WithSuffixRange(min, max int) Option {
-	return func(g *Generator) error {
-		if min < 0 || max < min {
-			return fmt.Errorf("WithSuffixRange: [%d, %d] is not a valid range", min, max)
-		}
-		g.lo, g.hi = min, max
-		return nil
-	}
-}
-
-type kind int
-
+// Defaults of the generator options.
 const (
-	keyBased kind = iota
-	random
-	composite
-	compositeSuffix
+	DefaultSeparator = ":"
+	DefaultSuffixMin = 1
+	DefaultSuffixMax = 20
 )
 
-// Generator implements both GroupIDGenerator and DeduplicationIDGenerator.
-type Generator struct {
-	kind   kind
-	alg    HashAlgorithm
-	sep    string
-	fields []string
-	lo, hi int
+// Option configures a generator.
+type Option func(*generatorConfig)
+
+type generatorConfig struct {
+	separator string
+	fields    []string
+	algorithm HashAlgorithm
+	suffixMin int
+	suffixMax int
+	err       error // the first invalid option, reported by Generate
 }
 
-func build(k kind, opts []Option) (*Generator, error) {
-	g := &Generator{kind: k, sep: ":", lo: 1, hi: 20}
+func (c *generatorConfig) invalid(format string, a ...any) {
+	if c.err == nil {
+		c.err = merrors.Wrap(merrors.ErrInvalidOption, fmt.Errorf(format, a...))
+	}
+}
+
+// WithHashAlgorithm selects SHA256 (default) or FNV64. Any other value makes
+// Generate fail with an error wrapping ErrInvalidOption.
+func WithHashAlgorithm(algorithm HashAlgorithm) Option {
+	return func(c *generatorConfig) {
+		if algorithm != SHA256 && algorithm != FNV64 {
+			c.invalid("idgen.WithHashAlgorithm: unknown algorithm %d", int(algorithm))
+			return
+		}
+		c.algorithm = algorithm
+	}
+}
+
+// WithSeparator sets the separator (default ":"). An empty separator is
+// ignored.
+func WithSeparator(separator string) Option {
+	return func(c *generatorConfig) {
+		if separator != "" {
+			c.separator = separator
+		}
+	}
+}
+
+// WithFields restricts the fields used to those listed (default: all
+// fields). NewComposite joins values in the listed order; NewKeyBased sorts
+// the keys. An empty list is ignored.
+func WithFields(fields ...string) Option {
+	return func(c *generatorConfig) {
+		if len(fields) > 0 {
+			c.fields = append([]string(nil), fields...)
+		}
+	}
+}
+
+// WithSuffixRange sets the inclusive range of NewCompositeWithSuffix's random
+// suffix (default [1, 20]). With minSuffix > maxSuffix, Generate fails with
+// an error wrapping ErrInvalidOption.
+func WithSuffixRange(minSuffix, maxSuffix int) Option {
+	return func(c *generatorConfig) { c.suffixMin, c.suffixMax = minSuffix, maxSuffix }
+}
+
+func newConfig(opts []Option) generatorConfig {
+	c := generatorConfig{separator: DefaultSeparator, suffixMin: DefaultSuffixMin, suffixMax: DefaultSuffixMax}
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(g); err != nil {
-			return nil, merrors.Wrap(merrors.ErrInvalidOption, err)
+		if o != nil {
+			o(&c)
 		}
 	}
-	return g, nil
+	return c
 }
 
-// NewKeyBased hashes the sorted selected field values: the same fields give
-// the same ID. Generate returns ErrEmptyFields when no field is selected.
-func NewKeyBased(opts ...Option) (*Generator, error) { return build(keyBased, opts) }
+type keyBased struct{ c generatorConfig }
 
-// NewRandom returns a random UUID v4 on every call, ignoring fields.
-func NewRandom() *Generator { return &Generator{kind: random} }
+// NewKeyBased returns a deterministic generator: the selected fields sorted
+// by key, each written key+separator+value, joined with the separator and
+// hashed (SHA256 by default). Equal fields give equal IDs. Generate returns
+// ErrEmptyFields when no field is selected.
+func NewKeyBased(opts ...Option) GroupIDGenerator { return &keyBased{c: newConfig(opts)} }
 
-// NewComposite joins the selected fields' key/value pairs with the separator.
-func NewComposite(opts ...Option) (*Generator, error) { return build(composite, opts) }
-
-// NewCompositeWithSuffix is NewComposite plus a random suffix from the
-// configured range, spreading one logical key over several FIFO groups.
-func NewCompositeWithSuffix(opts ...Option) (*Generator, error) { return build(compositeSuffix, opts) }
-
-// Generate produces an ID from fields.
-func (g *Generator) Generate(_ context.Context, fields map[string]string) (string, error) {
-	if g.kind == random {
-		return uuid4()
+func (g *keyBased) Generate(_ context.Context, fields map[string]string) (string, error) {
+	if g.c.err != nil {
+		return "", g.c.err
 	}
-	pairs, err := g.pairs(fields)
+	keys := selectKeys(g.c.fields, fields)
+	if len(keys) == 0 {
+		return "", merrors.ErrEmptyFields
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(g.c.separator)
+		}
+		sb.WriteString(k)
+		sb.WriteString(g.c.separator)
+		sb.WriteString(fields[k])
+	}
+	if g.c.algorithm == FNV64 {
+		h := fnv.New64a()
+		h.Write([]byte(sb.String()))
+		return strconv.FormatUint(h.Sum64(), 16), nil
+	}
+	sum := sha256.Sum256([]byte(sb.String()))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// selectKeys returns the whitelisted keys present in fields, in whitelist
+// order, or every key of fields (unsorted) without a whitelist.
+func selectKeys(whitelist []string, fields map[string]string) []string {
+	if len(whitelist) == 0 {
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		return keys
+	}
+	keys := make([]string, 0, len(whitelist))
+	for _, k := range whitelist {
+		if _, ok := fields[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+type composite struct{ c generatorConfig }
+
+// NewComposite returns a generator joining the selected field values with
+// the separator, unhashed: in WithFields order, or sorted by key without
+// WithFields. Generate returns ErrEmptyFields when no field is selected.
+func NewComposite(opts ...Option) GroupIDGenerator { return &composite{c: newConfig(opts)} }
+
+func (g *composite) Generate(_ context.Context, fields map[string]string) (string, error) {
+	if g.c.err != nil {
+		return "", g.c.err
+	}
+	return join(g.c, fields)
+}
+
+func join(c generatorConfig, fields map[string]string) (string, error) {
+	keys := selectKeys(c.fields, fields)
+	if len(keys) == 0 {
+		return "", merrors.ErrEmptyFields
+	}
+	if len(c.fields) == 0 {
+		sort.Strings(keys)
+	}
+	var sb strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(c.separator)
+		}
+		sb.WriteString(fields[k])
+	}
+	return sb.String(), nil
+}
+
+type compositeWithSuffix struct{ c generatorConfig }
+
+// NewCompositeWithSuffix is NewComposite followed by the separator and a
+// random integer from the WithSuffixRange range, spreading one key over
+// several FIFO groups.
+func NewCompositeWithSuffix(opts ...Option) GroupIDGenerator {
+	return &compositeWithSuffix{c: newConfig(opts)}
+}
+
+func (g *compositeWithSuffix) Generate(_ context.Context, fields map[string]string) (string, error) {
+	if g.c.err != nil {
+		return "", g.c.err
+	}
+	if g.c.suffixMin > g.c.suffixMax {
+		return "", merrors.Wrap(merrors.ErrInvalidOption,
+			fmt.Errorf("idgen.WithSuffixRange: [%d, %d] is not a valid range", g.c.suffixMin, g.c.suffixMax))
+	}
+	prefix, err := join(g.c, fields)
 	if err != nil {
 		return "", err
 	}
-	joined := strings.Join(pairs, g.sep)
-	switch g.kind {
-	case keyBased:
-		if g.alg == FNV64 {
-			h := fnv.New64a()
-			h.Write([]byte(joined))
-			return strconv.FormatUint(h.Sum64(), 16), nil
-		}
-		sum := sha256.Sum256([]byte(joined))
-		return hex.EncodeToString(sum[:]), nil
-	case compositeSuffix:
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(g.hi-g.lo+1)))
-		if err != nil {
-			return "", err
-		}
-		return joined + g.sep + strconv.FormatInt(n.Int64()+int64(g.lo), 10), nil
+	n, err := rand.Int(rand.Reader, big.NewInt(int64(g.c.suffixMax)-int64(g.c.suffixMin)+1))
+	if err != nil {
+		return "", err
 	}
-	return joined, nil
+	return prefix + g.c.separator + strconv.FormatInt(n.Int64()+int64(g.c.suffixMin), 10), nil
 }
 
-func (g *Generator) pairs(fields map[string]string) ([]string, error) {
-	names := g.fields
-	if len(names) == 0 {
-		for k := range fields {
-			names = append(names, k)
-		}
-	} else {
-		names = append([]string(nil), names...)
-	}
-	sort.Strings(names)
-	var pairs []string
-	for _, k := range names {
-		if v, ok := fields[k]; ok {
-			pairs = append(pairs, k+"="+v)
-		}
-	}
-	if len(pairs) == 0 {
-		return nil, merrors.ErrEmptyFields
-	}
-	return pairs, nil
-}
+type random struct{}
 
-func uuid4() (string, error) {
+// NewRandom returns a generator of random UUID v4 strings; it ignores
+// fields.
+func NewRandom() GroupIDGenerator { return random{} }
+
+func (random) Generate(context.Context, map[string]string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err

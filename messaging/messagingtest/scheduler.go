@@ -125,7 +125,11 @@ func (s *Scheduler) Fire(ctx context.Context, now time.Time, queueURL string) (i
 			send.MessageDeduplicationId = aws.String(msg.MessageDeduplicationId)
 		}
 		for k, v := range msg.MessageAttributes {
-			send.MessageAttributes[k] = types.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: aws.String(v.StringValue)}
+			av := types.MessageAttributeValue{DataType: aws.String(v.DataType), BinaryValue: v.BinaryValue}
+			if v.BinaryValue == nil {
+				av.StringValue = aws.String(v.StringValue)
+			}
+			send.MessageAttributes[k] = av
 		}
 		if _, err := s.sender.SendMessage(ctx, send); err != nil {
 			return 0, err

@@ -2,6 +2,9 @@ package messagingtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,12 +15,15 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// SNS is an in-memory SNS that enforces the batch limits (10 entries, 256 KB)
-// and the FIFO ID rules, and fans out to SQS queues (raw delivery).
+// SNS is an in-memory SNS that enforces the publish limits (10 message
+// attributes, 256 KiB per message and per batch, 10 entries per batch,
+// 128-character group and deduplication IDs, deduplication IDs only on FIFO
+// topics) and fans out to SQS queues, with raw delivery (Subscribe) or in the
+// SNS JSON envelope (SubscribeEnvelope).
 type SNS struct {
 	mu     sync.Mutex
 	sqs    *SQS
-	subs   map[string][]string // topic ARN -> queue URLs
+	subs   map[string][]subscription // by topic ARN
 	calls  map[string]int
 	nextID int
 	// Reject, when set, makes an entry fail with code "Rejected".
@@ -26,14 +32,70 @@ type SNS struct {
 
 // NewSNS returns a fake that delivers to sqs (which may be nil).
 func NewSNS(sqs *SQS) *SNS {
-	return &SNS{sqs: sqs, subs: map[string][]string{}, calls: map[string]int{}}
+	return &SNS{sqs: sqs, subs: map[string][]subscription{}, calls: map[string]int{}}
 }
 
-// Subscribe delivers the topic's messages to the queue.
+type subscription struct {
+	url string
+	raw bool
+}
+
+// Subscribe delivers the topic's messages to the queue with raw message
+// delivery: the body is the published message, attributes are SQS message
+// attributes.
 func (s *SNS) Subscribe(topicARN, queueURL string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.subs[topicARN] = append(s.subs[topicARN], queueURL)
+	s.subs[topicARN] = append(s.subs[topicARN], subscription{url: queueURL, raw: true})
+}
+
+// SubscribeEnvelope delivers the topic's messages to the queue the way SNS
+// does without raw message delivery: the SQS body is the JSON notification
+// envelope (Type, MessageId, TopicArn, Message, Timestamp, MessageAttributes)
+// and the SQS message carries no message attributes of its own.
+func (s *SNS) SubscribeEnvelope(topicARN, queueURL string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subs[topicARN] = append(s.subs[topicARN], subscription{url: queueURL})
+}
+
+type envelopeAttribute struct {
+	Type  string `json:"Type"`
+	Value string `json:"Value"`
+}
+
+type envelope struct {
+	Type              string                       `json:"Type"`
+	MessageID         string                       `json:"MessageId"`
+	TopicArn          string                       `json:"TopicArn"`
+	Message           string                       `json:"Message"`
+	Timestamp         string                       `json:"Timestamp"`
+	MessageAttributes map[string]envelopeAttribute `json:"MessageAttributes,omitempty"`
+}
+
+// validatePublish applies the Publish limits of real SNS.
+func validatePublish(fifo bool, body, group, dedup string, attrs map[string]types.MessageAttributeValue) error {
+	size := len(body)
+	for k, v := range attrs {
+		size += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	switch {
+	case body == "":
+		return fmt.Errorf("empty message")
+	case len(attrs) > MaxMessageAttributes:
+		return fmt.Errorf("number of message attributes [%d] exceeds the allowed maximum [%d]", len(attrs), MaxMessageAttributes)
+	case size > MaxMessageBytes:
+		return fmt.Errorf("message of %d bytes is longer than the limit of %d bytes", size, MaxMessageBytes)
+	case len(group) > MaxIDLength:
+		return fmt.Errorf("MessageGroupId of %d characters exceeds %d", len(group), MaxIDLength)
+	case len(dedup) > MaxIDLength:
+		return fmt.Errorf("MessageDeduplicationId of %d characters exceeds %d", len(dedup), MaxIDLength)
+	case fifo && group == "":
+		return fmt.Errorf("MessageGroupId required for FIFO topic")
+	case !fifo && dedup != "":
+		return fmt.Errorf("MessageDeduplicationId is only valid for FIFO topics")
+	}
+	return nil
 }
 
 // Calls returns the number of calls of the named API.
@@ -45,11 +107,8 @@ func (s *SNS) Calls(api string) int {
 
 func (s *SNS) publish(topic, body, group, dedup string, attrs map[string]types.MessageAttributeValue) (string, error) {
 	fifo := strings.HasSuffix(topic, ".fifo")
-	if fifo && group == "" {
-		return "", fmt.Errorf("MessageGroupId required for FIFO topic")
-	}
-	if !fifo && (group != "" && dedup != "") {
-		return "", fmt.Errorf("MessageDeduplicationId not allowed on standard topic")
+	if err := validatePublish(fifo, body, group, dedup, attrs); err != nil {
+		return "", err
 	}
 	if s.Reject != nil && s.Reject(body) {
 		return "", fmt.Errorf("rejected")
@@ -57,15 +116,37 @@ func (s *SNS) publish(topic, body, group, dedup string, attrs map[string]types.M
 	s.nextID++
 	id := fmt.Sprintf("sns-%06d", s.nextID)
 	if s.sqs != nil {
-		for _, url := range s.subs[topic] {
+		for _, sub := range s.subs[topic] {
 			s.sqs.mu.Lock()
-			q, err := s.sqs.queue(&url)
+			q, err := s.sqs.queue(&sub.url)
 			if err == nil {
-				av := make(map[string]sqstypes.MessageAttributeValue, len(attrs))
-				for k, v := range attrs {
-					av[k] = sqstypes.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+				qbody := body
+				var av map[string]sqstypes.MessageAttributeValue
+				if sub.raw {
+					av = make(map[string]sqstypes.MessageAttributeValue, len(attrs))
+					for k, v := range attrs {
+						av[k] = sqstypes.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+					}
+				} else {
+					env := envelope{Type: "Notification", MessageID: id, TopicArn: topic, Message: body,
+						Timestamp: s.sqs.now().UTC().Format("2006-01-02T15:04:05.000Z")}
+					for k, v := range attrs {
+						if env.MessageAttributes == nil {
+							env.MessageAttributes = map[string]envelopeAttribute{}
+						}
+						env.MessageAttributes[k] = envelopeAttribute{Type: aws.ToString(v.DataType), Value: aws.ToString(v.StringValue)}
+					}
+					b, _ := json.Marshal(env)
+					qbody = string(b)
 				}
-				_, err = s.sqs.send(q, body, group, dedup, av, 0)
+				qdedup := dedup
+				if q.fifo && qdedup == "" {
+					// A FIFO topic without an explicit ID deduplicates on the
+					// message, not on the envelope that carries a fresh ID.
+					sum := sha256.Sum256([]byte(body))
+					qdedup = hex.EncodeToString(sum[:])
+				}
+				_, err = s.sqs.send(q, qbody, group, qdedup, av, 0)
 			}
 			s.sqs.mu.Unlock()
 			if err != nil {
@@ -100,7 +181,7 @@ func (s *SNS) PublishBatch(ctx context.Context, in *sns.PublishBatchInput, _ ...
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls["PublishBatch"]++
-	if n := len(in.PublishBatchRequestEntries); n == 0 || n > 10 {
+	if n := len(in.PublishBatchRequestEntries); n == 0 || n > MaxBatchEntries {
 		return nil, &types.TooManyEntriesInBatchRequestException{Message: aws.String(fmt.Sprint(n, " entries"))}
 	}
 	total := 0
@@ -110,7 +191,7 @@ func (s *SNS) PublishBatch(ctx context.Context, in *sns.PublishBatchInput, _ ...
 			total += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 		}
 	}
-	if total > 256*1024 {
+	if total > MaxMessageBytes {
 		return nil, &types.BatchRequestTooLongException{Message: aws.String(fmt.Sprint(total, " bytes"))}
 	}
 	out := &sns.PublishBatchOutput{}

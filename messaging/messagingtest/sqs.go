@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // SQS is an in-memory SQS. It models visibility timeouts, receipt handles
@@ -46,6 +47,7 @@ type queue struct {
 
 type fakeMessage struct {
 	id, body, group string
+	dedup           string
 	attrs           map[string]types.MessageAttributeValue
 	visibleAt       time.Time
 	receipt         string
@@ -218,7 +220,7 @@ func (s *SQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...fu
 	id, err := s.send(q, aws.ToString(in.MessageBody), aws.ToString(in.MessageGroupId),
 		aws.ToString(in.MessageDeduplicationId), in.MessageAttributes, in.DelaySeconds)
 	if err != nil {
-		return nil, err
+		return nil, invalidParameter(err.Error())
 	}
 	return &sqs.SendMessageOutput{MessageId: aws.String(id)}, nil
 }
@@ -234,6 +236,16 @@ func (s *SQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInpu
 	q, err := s.queue(in.QueueUrl)
 	if err != nil {
 		return nil, err
+	}
+	if len(in.Entries) == 0 || len(in.Entries) > MaxBatchEntries {
+		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String(strconv.Itoa(len(in.Entries)) + " entries")}
+	}
+	total := 0
+	for _, e := range in.Entries {
+		total += MessageSize(aws.ToString(e.MessageBody), e.MessageAttributes)
+	}
+	if total > MaxMessageBytes {
+		return nil, &types.BatchRequestTooLong{Message: aws.String(strconv.Itoa(total) + " bytes")}
 	}
 	out := &sqs.SendMessageBatchOutput{}
 	for _, e := range in.Entries {
@@ -263,7 +275,63 @@ func (s *SQS) Send(url, body, groupID string, attrs map[string]string) (string, 
 	return s.send(q, body, groupID, "", av, 0)
 }
 
+// SQS limits the fake enforces, as the SQS API reference documents them.
+const (
+	MaxMessageAttributes = 10
+	MaxMessageBytes      = 256 * 1024 // body plus attribute names, types and values
+	MaxIDLength          = 128        // MessageGroupId and MessageDeduplicationId
+	MaxBatchEntries      = 10
+	MaxVisibilitySeconds = 43200 // 12 h
+)
+
+// MessageSize is what a message counts toward the 256 KiB limit: the body
+// and each attribute's name, data type and value.
+func MessageSize(body string, attrs map[string]types.MessageAttributeValue) int {
+	n := len(body)
+	for k, v := range attrs {
+		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	return n
+}
+
+// validate applies the SendMessage limits of real SQS.
+func validate(fifo bool, body, group, dedup string, attrs map[string]types.MessageAttributeValue, delay int32) error {
+	switch {
+	case body == "":
+		return fmt.Errorf("MessageBody must not be empty")
+	case len(attrs) > MaxMessageAttributes:
+		return fmt.Errorf("number of message attributes [%d] exceeds the allowed maximum [%d]", len(attrs), MaxMessageAttributes)
+	case MessageSize(body, attrs) > MaxMessageBytes:
+		return fmt.Errorf("message of %d bytes is longer than the limit of %d bytes", MessageSize(body, attrs), MaxMessageBytes)
+	case len(group) > MaxIDLength:
+		return fmt.Errorf("MessageGroupId of %d characters exceeds %d", len(group), MaxIDLength)
+	case len(dedup) > MaxIDLength:
+		return fmt.Errorf("MessageDeduplicationId of %d characters exceeds %d", len(dedup), MaxIDLength)
+	case !fifo && dedup != "":
+		return fmt.Errorf("MessageDeduplicationId is only valid for FIFO queues")
+	case fifo && delay != 0:
+		return fmt.Errorf("DelaySeconds per message is not valid for FIFO queues")
+	case delay < 0 || delay > 900:
+		return fmt.Errorf("DelaySeconds %d not in [0, 900]", delay)
+	}
+	for k, v := range attrs {
+		if k == "" || len(k) > 256 {
+			return fmt.Errorf("message attribute name %q is not valid", k)
+		}
+		if aws.ToString(v.DataType) == "" {
+			return fmt.Errorf("message attribute %q has no DataType", k)
+		}
+		if v.StringValue == nil && v.BinaryValue == nil {
+			return fmt.Errorf("message attribute %q has no value", k)
+		}
+	}
+	return nil
+}
+
 func (s *SQS) send(q *queue, body, group, dedup string, attrs map[string]types.MessageAttributeValue, delay int32) (string, error) {
+	if err := validate(q.fifo, body, group, dedup, attrs, delay); err != nil {
+		return "", err
+	}
 	if q.fifo {
 		if group == "" {
 			return "", fmt.Errorf("MessageGroupId required on FIFO queue %s", q.name)
@@ -282,7 +350,7 @@ func (s *SQS) send(q *queue, body, group, dedup string, attrs map[string]types.M
 	}
 	id := fmt.Sprintf("m-%08d", s.nextID)
 	now := s.now()
-	q.msgs = append(q.msgs, &fakeMessage{id: id, body: body, group: group, attrs: attrs,
+	q.msgs = append(q.msgs, &fakeMessage{id: id, body: body, group: group, dedup: dedup, attrs: attrs,
 		visibleAt: now.Add(time.Duration(delay) * time.Second), sentAt: now})
 	s.notify()
 	return id, nil
@@ -295,6 +363,17 @@ func (s *SQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _
 	}
 	s.mu.Lock()
 	s.count("ReceiveMessage")
+	switch {
+	case in.MaxNumberOfMessages < 0 || in.MaxNumberOfMessages > MaxBatchEntries:
+		s.mu.Unlock()
+		return nil, invalidParameter("MaxNumberOfMessages " + strconv.Itoa(int(in.MaxNumberOfMessages)) + " not in [1, 10]")
+	case in.VisibilityTimeout < 0 || in.VisibilityTimeout > MaxVisibilitySeconds:
+		s.mu.Unlock()
+		return nil, invalidParameter("VisibilityTimeout " + strconv.Itoa(int(in.VisibilityTimeout)) + " not in [0, 43200]")
+	case in.WaitTimeSeconds < 0 || in.WaitTimeSeconds > 20:
+		s.mu.Unlock()
+		return nil, invalidParameter("WaitTimeSeconds " + strconv.Itoa(int(in.WaitTimeSeconds)) + " not in [0, 20]")
+	}
 	wait := min(time.Duration(in.WaitTimeSeconds)*time.Second, s.MaxWait)
 	deadline := time.Now().Add(wait)
 	for {
@@ -366,6 +445,7 @@ func (s *SQS) receive(q *queue, in *sqs.ReceiveMessageInput) []types.Message {
 		}
 		if q.fifo {
 			attrs["MessageGroupId"] = m.group
+			attrs["MessageDeduplicationId"] = m.dedup
 		}
 		out = append(out, types.Message{
 			MessageId: aws.String(m.id), ReceiptHandle: aws.String(m.receipt), Body: aws.String(m.body),
@@ -431,7 +511,7 @@ func (s *SQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatch
 	if err != nil {
 		return nil, err
 	}
-	if len(in.Entries) == 0 || len(in.Entries) > 10 {
+	if len(in.Entries) == 0 || len(in.Entries) > MaxBatchEntries {
 		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String(strconv.Itoa(len(in.Entries)))}
 	}
 	out := &sqs.DeleteMessageBatchOutput{}
@@ -464,7 +544,7 @@ func (s *SQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessage
 }
 
 func (s *SQS) changeVis(q *queue, receipt string, timeout int32) error {
-	if timeout < 0 || timeout > 43200 {
+	if timeout < 0 || timeout > MaxVisibilitySeconds {
 		return &types.InvalidAttributeValue{Message: aws.String("VisibilityTimeout " + strconv.Itoa(int(timeout)))}
 	}
 	i := s.find(q, receipt)
@@ -497,7 +577,7 @@ func (s *SQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMe
 	if err != nil {
 		return nil, err
 	}
-	if len(in.Entries) == 0 || len(in.Entries) > 10 {
+	if len(in.Entries) == 0 || len(in.Entries) > MaxBatchEntries {
 		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String(strconv.Itoa(len(in.Entries)))}
 	}
 	out := &sqs.ChangeMessageVisibilityBatchOutput{}
@@ -509,4 +589,10 @@ func (s *SQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMe
 		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
 	}
 	return out, nil
+}
+
+// invalidParameter is the error real SQS returns for a request that breaks a
+// limit: code InvalidParameterValue, a client fault.
+func invalidParameter(msg string) error {
+	return &smithy.GenericAPIError{Code: "InvalidParameterValue", Message: msg, Fault: smithy.FaultClient}
 }

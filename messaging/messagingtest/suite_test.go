@@ -10,7 +10,13 @@ import (
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The emulator tests leave the SDK's idle keep-alive connections behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
 
 func TestFakeConformance(t *testing.T) {
 	t.Parallel()
@@ -27,5 +33,30 @@ func TestFakeConformance(t *testing.T) {
 			return url
 		},
 		Len: func(_ *testing.T, url string) int { return fake.Len(url) },
+	})
+}
+
+func TestFakeLimits(t *testing.T) {
+	t.Parallel()
+	fake := messagingtest.NewSQS()
+	var n atomic.Int64
+	messagingtest.RunLimitsSuite(t, messagingtest.LimitsHarness{
+		SQS: fake,
+		SNS: messagingtest.NewSNS(fake),
+		NewQueue: func(_ *testing.T, fifo bool) string {
+			name := fmt.Sprint("limits", n.Add(1))
+			if fifo {
+				name += ".fifo"
+			}
+			url, _ := fake.AddQueue(name)
+			return url
+		},
+		NewTopic: func(_ *testing.T, fifo bool) string {
+			name := fmt.Sprint("arn:aws:sns:us-east-1:000000000000:t", n.Add(1))
+			if fifo {
+				name += ".fifo"
+			}
+			return name
+		},
 	})
 }

@@ -13,11 +13,21 @@ func Logging(log *slog.Logger) Middleware {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return func(next Handler) Handler {
-		return func(ctx context.Context, msg Message) error {
+		return func(ctx context.Context, msg Message) (err error) {
 			start := time.Now()
 			log.DebugContext(ctx, "message received",
 				slog.String("queue", msg.QueueName()), slog.String("message_id", msg.ID()))
-			err := next(ctx, msg)
+			returned := false
+			defer func() {
+				if !returned {
+					// A panic on its way to an outer Recovery.
+					log.LogAttrs(ctx, slog.LevelError, "message failed: handler panicked",
+						slog.String("queue", msg.QueueName()), slog.String("message_id", msg.ID()),
+						slog.Duration("duration", time.Since(start)))
+				}
+			}()
+			err = next(ctx, msg)
+			returned = true
 			attrs := []slog.Attr{
 				slog.String("queue", msg.QueueName()),
 				slog.String("message_id", msg.ID()),

@@ -85,20 +85,26 @@ func Metrics(routeName string, opts ...MetricsOption) Middleware {
 	}, route)).WithLabelValues(routeName)
 
 	return func(next Handler) Handler {
-		return func(ctx context.Context, msg Message) error {
+		return func(ctx context.Context, msg Message) (err error) {
 			received.Inc()
 			inflight.Inc()
 			start := time.Now()
-			err := next(ctx, msg)
-			duration.Observe(time.Since(start).Seconds())
-			inflight.Dec()
-			if err != nil {
-				failed.Inc()
-				errorsTotal.Inc()
-				return err
-			}
-			ok.Inc()
-			return nil
+			returned := false
+			// Deferred so a panic (recovered by an outer Recovery) still
+			// lowers inflight and counts as an error with its duration.
+			defer func() {
+				duration.Observe(time.Since(start).Seconds())
+				inflight.Dec()
+				if !returned || err != nil {
+					failed.Inc()
+					errorsTotal.Inc()
+					return
+				}
+				ok.Inc()
+			}()
+			err = next(ctx, msg)
+			returned = true
+			return err
 		}
 	}
 }

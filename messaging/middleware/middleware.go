@@ -12,19 +12,44 @@ import (
 // the consumer (SQS polling) and the lambda adapter (SQS events); tests can
 // use messagingtest.NewMessage.
 //
+// The first eleven methods are loafer-awsx's message interface. A body that
+// is an SNS notification envelope (a subscription without raw message
+// delivery) is unwrapped: Message and DecodeMessage return the published
+// message, and Attribute reads the envelope's MessageAttributes as well as
+// the SQS message attributes. The last five methods are cairn's additions.
+//
 // A Message is valid only until its Handler returns; copy what you need.
 type Message interface {
-	// ID is the SQS MessageId.
-	ID() string
+	// Decode unmarshals the raw body into out using JSON.
+	Decode(out any) error
+	// DecodeMessage unmarshals the published message into out using JSON:
+	// the envelope's Message field for an SNS notification, else the body.
+	DecodeMessage(out any) error
+	// Attribute returns a string message attribute, or "" when absent. SQS
+	// message attributes take precedence over SNS envelope attributes.
+	Attribute(key string) string
+	// Attributes returns all string attributes (SQS and SNS envelope) in a
+	// fresh map.
+	Attributes() map[string]string
+	// SystemAttributeByKey returns an SQS system attribute such as
+	// "MessageGroupId" or "ApproximateReceiveCount", or "" when absent.
+	SystemAttributeByKey(key string) string
+	// SystemAttributes returns all SQS system attributes in a fresh map.
+	SystemAttributes() map[string]string
+	// Metadata returns the message's attributes, like Attributes.
+	Metadata() map[string]string
+	// Identifier is the receipt handle of this receive.
+	Identifier() string
 	// Body is the raw message body.
 	Body() []byte
-	// Attribute returns a string message attribute and whether it is set.
-	Attribute(name string) (string, bool)
-	// Attributes returns all string message attributes in a fresh map.
-	Attributes() map[string]string
-	// SystemAttribute returns an SQS system attribute such as
-	// "MessageGroupId" or "ApproximateReceiveCount".
-	SystemAttribute(name string) string
+	// Message is the published message: the envelope's Message field for
+	// an SNS notification, else the body.
+	Message() string
+	// TimeStamp is the SNS envelope's Timestamp, else the SQS SentTimestamp.
+	TimeStamp() time.Time
+
+	// ID is the SQS MessageId.
+	ID() string
 	// GroupID is the FIFO MessageGroupId, empty on standard queues.
 	GroupID() string
 	// ReceiveCount is ApproximateReceiveCount (1 on first delivery).

@@ -104,3 +104,51 @@ func TestOTelSpan(t *testing.T) {
 		t.Fatalf("trace context not continued: %s", spans[0].SpanContext().TraceID())
 	}
 }
+
+// With the documented order (Recovery, Metrics) a panic passes through
+// Metrics on its way to Recovery: inflight must come back down, and the
+// error and the duration must be recorded.
+func TestMetricsRecordPanic(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	h := middleware.Chain(middleware.Recovery(nil), middleware.Metrics("r", middleware.WithMetricsRegisterer(reg)))(
+		func(context.Context, middleware.Message) error { panic("boom") })
+	if err := h(context.Background(), messagingtest.NewMessage("x", nil)); !errors.Is(err, merrors.ErrPanic) {
+		t.Fatalf("err = %v", err)
+	}
+	count := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				switch {
+				case m.Gauge != nil:
+					sum += m.Gauge.GetValue()
+				case m.Counter != nil:
+					sum += m.Counter.GetValue()
+				case m.Histogram != nil:
+					sum += float64(m.Histogram.GetSampleCount())
+				}
+			}
+		}
+		return sum
+	}
+	if got := count(middleware.MetricInflight); got != 0 {
+		t.Errorf("inflight = %v after a panic, want 0", got)
+	}
+	if got := count(middleware.MetricErrors); got != 1 {
+		t.Errorf("errors = %v, want 1", got)
+	}
+	if got := count(middleware.MetricDuration); got != 1 {
+		t.Errorf("duration samples = %v, want 1", got)
+	}
+	if got := count(middleware.MetricProcessed); got != 1 {
+		t.Errorf("processed = %v, want 1 (status error)", got)
+	}
+}

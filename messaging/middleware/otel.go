@@ -43,7 +43,7 @@ func OTel(routeName string, opts ...OTelOption) Middleware {
 	prop := propagation.TraceContext{}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, msg Message) error {
-			if _, ok := msg.Attribute("traceparent"); ok {
+			if msg.Attribute("traceparent") != "" {
 				ctx = prop.Extract(ctx, propagation.MapCarrier(msg.Attributes()))
 			}
 			ctx, span := tracer.Start(ctx, routeName+" process",
@@ -55,8 +55,15 @@ func OTel(routeName string, opts ...OTelOption) Middleware {
 					attribute.String("messaging.operation.type", "process"),
 					attribute.String("messaging.aws.sqs.receive_count", strconv.Itoa(msg.ReceiveCount())),
 				))
-			defer span.End()
+			returned := false
+			defer func() {
+				if !returned {
+					span.SetStatus(codes.Error, "handler panicked")
+				}
+				span.End()
+			}()
 			err := next(ctx, msg)
+			returned = true
 			if err != nil {
 				span.RecordError(err)
 				span.SetStatus(codes.Error, err.Error())

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-go/cairn/internal/testenv"
@@ -30,14 +29,14 @@ func TestEmulatorFanOut(t *testing.T) {
 				Endpoint: aws.String(arn), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
 				t.Fatal(err)
 			}
-			key, _ := idgen.NewKeyBased(idgen.WithFields("body"))
-			p, _ := producer.New(snsc, producer.WithGroupIDGenerator(key), producer.WithDeduplicationIDGenerator(idgen.NewRandom()))
-			if _, err := p.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topic), Message: aws.String("single")}); err != nil {
+			p, _ := producer.New(snsc, producer.WithGroupIDGenerator(idgen.NewKeyBased(idgen.WithFields("body"))),
+				producer.WithDeduplicationIDGenerator(idgen.NewRandom()), producer.WithBodyField("body"))
+			if _, err := p.Publish(ctx, &producer.PublishInput{TopicARN: topic, Message: "single"}); err != nil {
 				t.Fatal(err)
 			}
-			var entries []types.PublishBatchRequestEntry
+			var entries []*producer.PublishBatchEntry
 			for i := range 12 {
-				entries = append(entries, types.PublishBatchRequestEntry{Message: aws.String(fmt.Sprint("batch", i))})
+				entries = append(entries, &producer.PublishBatchEntry{Message: fmt.Sprint("batch", i)})
 			}
 			res, err := p.PublishAll(ctx, topic, entries)
 			if err != nil || len(res.Failed()) != 0 || res.Calls != 2 {

@@ -28,25 +28,34 @@ type SNSClient interface {
 	PublishBatch(ctx context.Context, in *sns.PublishBatchInput, opts ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
 }
 
-// Producer publishes to SNS.
+// Producer publishes to SNS. It is safe for concurrent use.
 type Producer struct {
-	client SNSClient
-	group  idgen.GroupIDGenerator
-	dedup  idgen.DeduplicationIDGenerator
+	client    SNSClient
+	group     idgen.GroupIDGenerator
+	dedup     idgen.DeduplicationIDGenerator
+	bodyField string
 }
 
 // Option configures a Producer.
 type Option func(*Producer)
 
-// WithGroupIDGenerator generates MessageGroupId for FIFO topics when unset.
+// WithGroupIDGenerator generates MessageGroupId for FIFO topics when unset,
+// from the message's attributes.
 func WithGroupIDGenerator(gen idgen.GroupIDGenerator) Option {
 	return func(p *Producer) { p.group = gen }
 }
 
 // WithDeduplicationIDGenerator generates MessageDeduplicationId for FIFO
-// topics when unset.
+// topics when unset, from the message's attributes.
 func WithDeduplicationIDGenerator(gen idgen.DeduplicationIDGenerator) Option {
 	return func(p *Producer) { p.dedup = gen }
+}
+
+// WithBodyField also hands the message body to the ID generators, as the
+// field named name. Without it the generators see only the attributes, so
+// messages with equal attributes share a group whatever their bodies.
+func WithBodyField(name string) Option {
+	return func(p *Producer) { p.bodyField = name }
 }
 
 // New builds a Producer; it returns ErrNoSNSClient for a nil client.
@@ -70,85 +79,185 @@ func BuildTopicARN(region, accountID, topicName string) string {
 
 func isFIFO(topicARN string) bool { return strings.HasSuffix(topicARN, ".fifo") }
 
-// fields are the generator inputs: string attributes plus the body as "body".
-func fields(body string, attrs map[string]types.MessageAttributeValue) map[string]string {
-	f := make(map[string]string, len(attrs)+1)
-	for k, v := range attrs {
-		if v.StringValue != nil {
-			f[k] = *v.StringValue
-		}
-	}
-	f["body"] = body
-	return f
+// PublishInput is one message to publish. TopicARN and Message are
+// required; GroupID and DeduplicationID apply to FIFO topics; Attributes are
+// sent as String message attributes.
+type PublishInput struct {
+	Attributes      map[string]string
+	TopicARN        string
+	Message         string
+	GroupID         string
+	DeduplicationID string
 }
 
-func (p *Producer) ids(ctx context.Context, topicARN, body string, attrs map[string]types.MessageAttributeValue, group, dedup **string) error {
-	if !isFIFO(topicARN) {
+// PublishBatchInput is up to 10 messages for one topic.
+type PublishBatchInput struct {
+	// TopicARN is the destination topic.
+	TopicARN string
+	// Messages are the entries (at most 10).
+	Messages []*PublishBatchEntry
+}
+
+// PublishBatchEntry is one entry of a batch. ID must be unique within the
+// batch; it defaults to the entry's index.
+type PublishBatchEntry struct {
+	Attributes      map[string]string
+	ID              string
+	Message         string
+	GroupID         string
+	DeduplicationID string
+}
+
+// PublishBatchOutput is the per-entry outcome of PublishBatch.
+type PublishBatchOutput struct {
+	// Successful are the entries SNS accepted.
+	Successful []*PublishBatchSuccess
+	// Failed are the entries SNS rejected.
+	Failed []*PublishBatchFailure
+}
+
+// PublishBatchSuccess is an accepted entry.
+type PublishBatchSuccess struct {
+	// EntryID is the entry's ID.
+	EntryID string
+	// MessageID is the SNS MessageId.
+	MessageID string
+}
+
+// PublishBatchFailure is a rejected entry; Err is an *EntryError.
+type PublishBatchFailure struct {
+	Err     error
+	EntryID string
+}
+
+// ids fills in generated FIFO IDs. Standard topics never get generated IDs:
+// SNS rejects a deduplication ID there.
+func (p *Producer) ids(ctx context.Context, topicARN, body string, attrs map[string]string, group, dedup string) (string, string, error) {
+	if !isFIFO(topicARN) || (group != "" || p.group == nil) && (dedup != "" || p.dedup == nil) {
+		return group, dedup, nil
+	}
+	fields := attrs
+	if p.bodyField != "" {
+		fields = make(map[string]string, len(attrs)+1)
+		for k, v := range attrs {
+			fields[k] = v
+		}
+		fields[p.bodyField] = body
+	}
+	if group == "" && p.group != nil {
+		id, err := p.group.Generate(ctx, fields)
+		if err != nil {
+			return "", "", fmt.Errorf("generate MessageGroupId: %w", err)
+		}
+		group = id
+	}
+	if dedup == "" && p.dedup != nil {
+		id, err := p.dedup.Generate(ctx, fields)
+		if err != nil {
+			return "", "", fmt.Errorf("generate MessageDeduplicationId: %w", err)
+		}
+		dedup = id
+	}
+	return group, dedup, nil
+}
+
+func snsAttributes(attrs map[string]string) map[string]types.MessageAttributeValue {
+	if len(attrs) == 0 {
 		return nil
 	}
-	if p.group != nil && aws.ToString(*group) == "" {
-		id, err := p.group.Generate(ctx, fields(body, attrs))
-		if err != nil {
-			return fmt.Errorf("generate MessageGroupId: %w", err)
-		}
-		*group = aws.String(id)
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, v := range attrs {
+		out[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 	}
-	if p.dedup != nil && aws.ToString(*dedup) == "" {
-		id, err := p.dedup.Generate(ctx, fields(body, attrs))
-		if err != nil {
-			return fmt.Errorf("generate MessageDeduplicationId: %w", err)
-		}
-		*dedup = aws.String(id)
+	return out
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
 	}
-	return nil
+	return aws.String(s)
 }
 
 // Publish publishes one message and returns its MessageId. It returns
-// ErrEmptyInput for a nil input or an empty message. in is not modified.
-func (p *Producer) Publish(ctx context.Context, in *sns.PublishInput) (string, error) {
-	if in == nil || aws.ToString(in.Message) == "" {
+// ErrEmptyInput for a nil input or an empty message.
+func (p *Producer) Publish(ctx context.Context, in *PublishInput) (string, error) {
+	if in == nil || in.Message == "" {
 		return "", merrors.ErrEmptyInput
 	}
-	cp := *in
-	if err := p.ids(ctx, aws.ToString(cp.TopicArn), *cp.Message, cp.MessageAttributes, &cp.MessageGroupId, &cp.MessageDeduplicationId); err != nil {
-		return "", err
-	}
-	out, err := p.client.Publish(ctx, &cp)
+	group, dedup, err := p.ids(ctx, in.TopicARN, in.Message, in.Attributes, in.GroupID, in.DeduplicationID)
 	if err != nil {
 		return "", err
+	}
+	out, err := p.client.Publish(ctx, &sns.PublishInput{
+		TopicArn: aws.String(in.TopicARN), Message: aws.String(in.Message),
+		MessageGroupId: optional(group), MessageDeduplicationId: optional(dedup),
+		MessageAttributes: snsAttributes(in.Attributes),
+	})
+	if err != nil {
+		return "", fmt.Errorf("publish to topic %s: %w", in.TopicARN, err)
+	}
+	if out == nil {
+		return "", nil
 	}
 	return aws.ToString(out.MessageId), nil
 }
 
 // PublishBatch publishes up to 10 entries in one call. It returns
-// ErrEmptyInput for no entries and ErrMaxBatchSize for more than 10; entry
-// IDs default to their index. in is not modified.
-func (p *Producer) PublishBatch(ctx context.Context, in *sns.PublishBatchInput) (*sns.PublishBatchOutput, error) {
-	if in == nil || len(in.PublishBatchRequestEntries) == 0 {
+// ErrEmptyInput for no entries and ErrMaxBatchSize for more than 10; a
+// generator error aborts the whole batch.
+func (p *Producer) PublishBatch(ctx context.Context, in *PublishBatchInput) (*PublishBatchOutput, error) {
+	if in == nil || len(in.Messages) == 0 {
 		return nil, merrors.ErrEmptyInput
 	}
-	if len(in.PublishBatchRequestEntries) > MaxBatchEntries {
+	if len(in.Messages) > MaxBatchEntries {
 		return nil, merrors.ErrMaxBatchSize
 	}
-	cp := *in
-	cp.PublishBatchRequestEntries = append([]types.PublishBatchRequestEntry(nil), in.PublishBatchRequestEntries...)
-	if err := p.prepare(ctx, aws.ToString(cp.TopicArn), cp.PublishBatchRequestEntries, 0); err != nil {
+	entries, err := p.prepare(ctx, in.TopicARN, in.Messages)
+	if err != nil {
 		return nil, err
 	}
-	return p.client.PublishBatch(ctx, &cp)
+	out, err := p.client.PublishBatch(ctx, &sns.PublishBatchInput{
+		TopicArn: aws.String(in.TopicARN), PublishBatchRequestEntries: entries,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publish batch to topic %s: %w", in.TopicARN, err)
+	}
+	res := &PublishBatchOutput{Successful: []*PublishBatchSuccess{}, Failed: []*PublishBatchFailure{}}
+	if out == nil {
+		return res, nil
+	}
+	for _, s := range out.Successful {
+		res.Successful = append(res.Successful, &PublishBatchSuccess{EntryID: aws.ToString(s.Id), MessageID: aws.ToString(s.MessageId)})
+	}
+	for _, f := range out.Failed {
+		res.Failed = append(res.Failed, &PublishBatchFailure{EntryID: aws.ToString(f.Id),
+			Err: &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}})
+	}
+	return res, nil
 }
 
-func (p *Producer) prepare(ctx context.Context, topic string, entries []types.PublishBatchRequestEntry, offset int) error {
-	for i := range entries {
-		e := &entries[i]
-		if aws.ToString(e.Id) == "" {
-			e.Id = aws.String(strconv.Itoa(offset + i))
+func (p *Producer) prepare(ctx context.Context, topic string, msgs []*PublishBatchEntry) ([]types.PublishBatchRequestEntry, error) {
+	entries := make([]types.PublishBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		if m == nil {
+			return nil, merrors.Wrap(merrors.ErrEmptyInput, fmt.Errorf("entry %d is nil", i))
 		}
-		if err := p.ids(ctx, topic, aws.ToString(e.Message), e.MessageAttributes, &e.MessageGroupId, &e.MessageDeduplicationId); err != nil {
-			return err
+		group, dedup, err := p.ids(ctx, topic, m.Message, m.Attributes, m.GroupID, m.DeduplicationID)
+		if err != nil {
+			return nil, err
+		}
+		id := m.ID
+		if id == "" {
+			id = strconv.Itoa(i)
+		}
+		entries[i] = types.PublishBatchRequestEntry{
+			Id: aws.String(id), Message: aws.String(m.Message),
+			MessageGroupId: optional(group), MessageDeduplicationId: optional(dedup),
+			MessageAttributes: snsAttributes(m.Attributes),
 		}
 	}
-	return nil
+	return entries, nil
 }
 
 // EntryResult is the outcome of one entry of PublishAll.
@@ -170,7 +279,7 @@ type EntryError struct {
 	SenderFault   bool
 }
 
-func (e *EntryError) Error() string { return "sns: entry rejected: " + e.Code + ": " + e.Message }
+func (e *EntryError) Error() string { return e.Code + ": " + e.Message }
 
 // BatchResult is the outcome of PublishAll, one result per input entry in
 // input order.
@@ -206,15 +315,15 @@ func EntrySize(e types.PublishBatchRequestEntry) int {
 // with ErrEntryTooLarge without a call. It returns ErrEmptyInput for no
 // entries; otherwise every entry's outcome is in the result, and the error
 // is nil even when some entries failed.
-func (p *Producer) PublishAll(ctx context.Context, topicARN string, entries []types.PublishBatchRequestEntry) (*BatchResult, error) {
-	if len(entries) == 0 {
+func (p *Producer) PublishAll(ctx context.Context, topicARN string, msgs []*PublishBatchEntry) (*BatchResult, error) {
+	if len(msgs) == 0 {
 		return nil, merrors.ErrEmptyInput
 	}
-	work := append([]types.PublishBatchRequestEntry(nil), entries...)
-	res := &BatchResult{Results: make([]EntryResult, len(work))}
-	if err := p.prepare(ctx, topicARN, work, 0); err != nil {
+	work, err := p.prepare(ctx, topicARN, msgs)
+	if err != nil {
 		return nil, err
 	}
+	res := &BatchResult{Results: make([]EntryResult, len(work))}
 	var chunk []int
 	size := 0
 	send := func() {

@@ -9,12 +9,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	merrors "github.com/cairn-go/cairn/messaging/errors"
 	"github.com/cairn-go/cairn/messaging/idgen"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 	"github.com/cairn-go/cairn/messaging/producer"
+)
+
+const (
+	stdTopic  = "arn:aws:sns:us-east-1:0:t"
+	fifoTopic = "arn:aws:sns:us-east-1:0:t.fifo"
 )
 
 func TestValidation(t *testing.T) {
@@ -27,13 +31,13 @@ func TestValidation(t *testing.T) {
 	if _, err := p.Publish(ctx, nil); !errors.Is(err, merrors.ErrEmptyInput) {
 		t.Fatal(err)
 	}
-	if _, err := p.Publish(ctx, &sns.PublishInput{TopicArn: aws.String("t")}); !errors.Is(err, merrors.ErrEmptyInput) {
+	if _, err := p.Publish(ctx, &producer.PublishInput{TopicARN: "t"}); !errors.Is(err, merrors.ErrEmptyInput) {
 		t.Fatal(err)
 	}
-	if _, err := p.PublishBatch(ctx, &sns.PublishBatchInput{}); !errors.Is(err, merrors.ErrEmptyInput) {
+	if _, err := p.PublishBatch(ctx, &producer.PublishBatchInput{}); !errors.Is(err, merrors.ErrEmptyInput) {
 		t.Fatal(err)
 	}
-	if _, err := p.PublishBatch(ctx, &sns.PublishBatchInput{PublishBatchRequestEntries: make([]types.PublishBatchRequestEntry, 11)}); !errors.Is(err, merrors.ErrMaxBatchSize) {
+	if _, err := p.PublishBatch(ctx, &producer.PublishBatchInput{Messages: make([]*producer.PublishBatchEntry, 11)}); !errors.Is(err, merrors.ErrMaxBatchSize) {
 		t.Fatal(err)
 	}
 	if _, err := p.PublishAll(ctx, "t", nil); !errors.Is(err, merrors.ErrEmptyInput) {
@@ -44,31 +48,99 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-func TestFIFOIDGeneration(t *testing.T) {
+// recordingSNS remembers the group and deduplication IDs it was sent.
+type recordingSNS struct {
+	*messagingtest.SNS
+	groups, dedups []string
+}
+
+func newRecording() *recordingSNS { return &recordingSNS{SNS: messagingtest.NewSNS(nil)} }
+
+func (r *recordingSNS) Publish(ctx context.Context, in *sns.PublishInput, opts ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	r.groups = append(r.groups, aws.ToString(in.MessageGroupId))
+	r.dedups = append(r.dedups, aws.ToString(in.MessageDeduplicationId))
+	return r.SNS.Publish(ctx, in, opts...)
+}
+
+func (r *recordingSNS) ids(t *testing.T, p *producer.Producer, in *producer.PublishInput) (string, string) {
+	t.Helper()
+	r.groups, r.dedups = nil, nil
+	if _, err := p.Publish(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	return r.groups[0], r.dedups[0]
+}
+
+// The generators see the attributes only, never the body (defect: the body
+// was a field, so equal attributes with different bodies got different
+// groups, and NewComposite made 229-character group IDs).
+func TestGeneratorsSeeAttributesNotBody(t *testing.T) {
+	t.Parallel()
+	rec := newRecording()
+	s := rec
+	p, _ := producer.New(s, producer.WithGroupIDGenerator(idgen.NewKeyBased()),
+		producer.WithDeduplicationIDGenerator(idgen.NewComposite()))
+	attrs := map[string]string{"tenant_id": "acme", "order_id": "o-42"}
+	g1, d1 := rec.ids(t, p, &producer.PublishInput{TopicARN: fifoTopic, Message: "first body", Attributes: attrs})
+	g2, d2 := rec.ids(t, p, &producer.PublishInput{TopicARN: fifoTopic, Message: strings.Repeat("a much longer body ", 10), Attributes: attrs})
+	if g1 != g2 || d1 != d2 {
+		t.Fatalf("equal attributes, different IDs: groups %q %q, dedups %q %q", g1, g2, d1, d2)
+	}
+	want, _ := idgen.NewKeyBased().Generate(context.Background(), attrs)
+	if g1 != want || d1 != "o-42:acme" {
+		t.Fatalf("group %q want %q; dedup %q want o-42:acme", g1, want, d1)
+	}
+	// Asked for explicitly, the body is a field.
+	pb, _ := producer.New(s, producer.WithGroupIDGenerator(idgen.NewComposite(idgen.WithFields("tenant_id", "body"))),
+		producer.WithBodyField("body"))
+	if g, _ := rec.ids(t, pb, &producer.PublishInput{TopicARN: fifoTopic, Message: "b1", Attributes: attrs}); g != "acme:b1" {
+		t.Fatalf("group %q", g)
+	}
+	// Explicit IDs win, and standard topics never get generated ones.
+	if g, d := rec.ids(t, p, &producer.PublishInput{TopicARN: fifoTopic, Message: "x", Attributes: attrs,
+		GroupID: "mine", DeduplicationID: "d"}); g != "mine" || d != "d" {
+		t.Fatalf("explicit ids replaced: %q %q", g, d)
+	}
+	if g, d := rec.ids(t, p, &producer.PublishInput{TopicARN: stdTopic, Message: "x", Attributes: attrs}); g != "" || d != "" {
+		t.Fatalf("standard topic got ids %q %q", g, d)
+	}
+}
+
+func TestFIFOFanOutAndBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fake := messagingtest.NewSQS()
 	std, _ := fake.AddQueue("std")
 	fifo, _ := fake.AddQueue("ord.fifo")
 	s := messagingtest.NewSNS(fake)
-	s.Subscribe("arn:aws:sns:us-east-1:0:t", std)
-	s.Subscribe("arn:aws:sns:us-east-1:0:t.fifo", fifo)
-	key, _ := idgen.NewKeyBased(idgen.WithFields("order"))
-	p, _ := producer.New(s, producer.WithGroupIDGenerator(key), producer.WithDeduplicationIDGenerator(idgen.NewRandom()))
-	attrs := map[string]types.MessageAttributeValue{"order": {DataType: aws.String("String"), StringValue: aws.String("o1")}}
-	in := &sns.PublishInput{TopicArn: aws.String("arn:aws:sns:us-east-1:0:t.fifo"), Message: aws.String("a"), MessageAttributes: attrs}
-	if _, err := p.Publish(ctx, in); err != nil {
+	s.Subscribe(stdTopic, std)
+	s.Subscribe(fifoTopic, fifo)
+	p, _ := producer.New(s, producer.WithGroupIDGenerator(idgen.NewKeyBased(idgen.WithFields("order"))),
+		producer.WithDeduplicationIDGenerator(idgen.NewRandom()))
+	attrs := map[string]string{"order": "o1"}
+	if _, err := p.Publish(ctx, &producer.PublishInput{TopicARN: fifoTopic, Message: "a", Attributes: attrs}); err != nil {
 		t.Fatal(err)
 	}
-	if in.MessageGroupId != nil {
-		t.Fatal("Publish modified its input")
-	}
-	// Standard topics never get generated IDs (SNS would reject them).
-	if _, err := p.Publish(ctx, &sns.PublishInput{TopicArn: aws.String("arn:aws:sns:us-east-1:0:t"), Message: aws.String("b"), MessageAttributes: attrs}); err != nil {
+	if _, err := p.Publish(ctx, &producer.PublishInput{TopicARN: stdTopic, Message: "b", Attributes: attrs}); err != nil {
 		t.Fatal(err)
 	}
-	if fake.Len(fifo) != 1 || fake.Len(std) != 1 {
+	out, err := p.PublishBatch(ctx, &producer.PublishBatchInput{TopicARN: fifoTopic, Messages: []*producer.PublishBatchEntry{
+		{ID: "1", Message: "c", Attributes: attrs}, {ID: "2", Message: "d", Attributes: attrs},
+	}})
+	if err != nil || len(out.Successful) != 2 || len(out.Failed) != 0 || out.Successful[0].EntryID != "1" || out.Successful[0].MessageID == "" {
+		t.Fatalf("batch %+v %v", out, err)
+	}
+	if fake.Len(fifo) != 3 || fake.Len(std) != 1 {
 		t.Fatalf("fan-out fifo=%d std=%d", fake.Len(fifo), fake.Len(std))
+	}
+	// A rejected entry is reported per entry with SNS's code and message.
+	s.Reject = func(body string) bool { return body == "bad" }
+	out, err = p.PublishBatch(ctx, &producer.PublishBatchInput{TopicARN: stdTopic, Messages: []*producer.PublishBatchEntry{
+		{ID: "ok", Message: "fine"}, {ID: "no", Message: "bad"},
+	}})
+	var ee *producer.EntryError
+	if err != nil || len(out.Failed) != 1 || out.Failed[0].EntryID != "no" || !errors.As(out.Failed[0].Err, &ee) {
+		t.Fatalf("batch %+v %v", out, err)
 	}
 }
 
@@ -79,25 +151,23 @@ func TestPublishAllSplitsAndReportsPerEntry(t *testing.T) {
 	s := messagingtest.NewSNS(nil)
 	s.Reject = func(body string) bool { return strings.HasPrefix(body, "bad") }
 	p, _ := producer.New(s)
-	var entries []types.PublishBatchRequestEntry
+	var entries []*producer.PublishBatchEntry
 	for i := range 23 {
 		body := fmt.Sprint("ok", i)
 		if i == 4 || i == 17 {
 			body = fmt.Sprint("bad", i)
 		}
-		entries = append(entries, types.PublishBatchRequestEntry{Message: aws.String(body)})
+		entries = append(entries, &producer.PublishBatchEntry{Message: body})
 	}
 	big := strings.Repeat("x", 100*1024)
 	for range 5 {
-		entries = append(entries, types.PublishBatchRequestEntry{Message: aws.String(big)})
+		entries = append(entries, &producer.PublishBatchEntry{Message: big})
 	}
-	entries = append(entries, types.PublishBatchRequestEntry{Message: aws.String(strings.Repeat("y", 257*1024))})
-	res, err := p.PublishAll(ctx, "arn:aws:sns:us-east-1:0:t", entries)
+	entries = append(entries, &producer.PublishBatchEntry{Message: strings.Repeat("y", 257*1024)})
+	res, err := p.PublishAll(ctx, stdTopic, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 23 small: 3 calls (10, 10, 3 — the 3 joined by two 100 KB entries),
-	// then 100 KB entries at most 2 per call.
 	if len(res.Results) != len(entries) {
 		t.Fatalf("%d results", len(res.Results))
 	}

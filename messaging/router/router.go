@@ -73,28 +73,29 @@ const (
 	maxScheduledDelay               = 24 * time.Hour
 )
 
-// DLQ is the observe-only dead-letter configuration of a route.
-type DLQ struct {
-	// MaxReceiveCount mirrors the queue's redrive policy.
-	MaxReceiveCount int
+// DLQConfig is the observe-only dead-letter configuration of a route.
+type DLQConfig struct {
 	// OnDLQ, when set, is called for each message treated as exhausted.
 	OnDLQ func(ctx context.Context, msg middleware.Message)
+	// MaxReceiveCount mirrors the queue's redrive policy.
+	MaxReceiveCount int
 }
 
-// ScheduledRetry is the validated Scheduled-model configuration.
-type ScheduledRetry struct {
-	TargetQueueARN   string
+// ScheduledRetryConfig is the validated Scheduled-model configuration of a
+// route.
+type ScheduledRetryConfig struct {
+	// TargetQueueARN is the EventBridge Scheduler target (the entry queue).
+	TargetQueueARN string
+	// ExecutionRoleARN is the role the scheduler assumes to send the retry.
 	ExecutionRoleARN string
-	DLQQueueURL      string
-	MaxRetryCount    int
-	BaseDelay        time.Duration
-	MaxDelay         time.Duration
-}
-
-// Delay is the bounded exponential backoff before retry number attempt
-// (1-based): BaseDelay·2^(attempt-1), never above MaxDelay, never overflowing.
-func (s ScheduledRetry) Delay(attempt int) time.Duration {
-	return ExpBackoff(s.BaseDelay, s.MaxDelay, attempt)
+	// DLQQueueURL receives messages whose retries are exhausted.
+	DLQQueueURL string
+	// MaxRetryCount is the inclusive threshold before DLQ routing.
+	MaxRetryCount int
+	// BaseBackoff is the first retry's delay (default 1s).
+	BaseBackoff time.Duration
+	// MaxBackoff caps the delay (default 15m, at most 24h).
+	MaxBackoff time.Duration
 }
 
 // ExpBackoff returns base·2^(attempt-1) capped at max. It never overflows
@@ -129,10 +130,10 @@ type Route struct {
 	mode              Mode
 	groupFields       []string
 	middleware        []middleware.Middleware
-	dlq               *DLQ
+	dlq               *DLQConfig
 	retryModel        RetryModel
 	retryModelSet     bool
-	scheduled         *ScheduledRetry
+	scheduled         *ScheduledRetryConfig
 	scheduledErr      error
 	retryBase         time.Duration
 	retryMax          time.Duration
@@ -273,40 +274,47 @@ func WithRunMode(mode Mode) Option {
 	}
 }
 
-// WithCustomGroupFields adds message attributes that, with MessageGroupId,
-// form the PerGroupID group key. Empty names are rejected.
+// WithCustomGroupFields sets the message attributes that, with
+// MessageGroupId, form the PerGroupID group key (SQS message attributes, or
+// the SNS envelope's for a subscription without raw delivery). Empty names
+// are ignored, as in loafer-awsx.
 func WithCustomGroupFields(fields ...string) Option {
 	return func(r *Route) error {
-		for i, f := range fields {
-			if strings.TrimSpace(f) == "" {
-				return fmt.Errorf("WithCustomGroupFields: field %d is empty", i)
+		r.groupFields = r.groupFields[:0]
+		for _, f := range fields {
+			if strings.TrimSpace(f) != "" {
+				r.groupFields = append(r.groupFields, f)
 			}
 		}
-		r.groupFields = append(r.groupFields, fields...)
 		return nil
 	}
 }
 
 // WithMiddleware appends route-level middleware (innermost, after the
-// broker's global middleware). Nil entries are rejected.
+// broker's global middleware). Nil entries are ignored, as in loafer-awsx,
+// so optional middleware can be passed unconditionally.
 func WithMiddleware(mws ...middleware.Middleware) Option {
 	return func(r *Route) error {
-		for i, m := range mws {
-			if m == nil {
-				return fmt.Errorf("WithMiddleware: middleware %d is nil", i)
+		for _, m := range mws {
+			if m != nil {
+				r.middleware = append(r.middleware, m)
 			}
 		}
-		r.middleware = append(r.middleware, mws...)
 		return nil
 	}
 }
 
 // DLQOption configures WithDLQ.
-type DLQOption func(*DLQ)
+type DLQOption func(*DLQConfig)
 
-// WithOnDLQ sets the callback for messages treated as exhausted.
+// WithOnDLQ sets the callback for messages treated as exhausted. A nil fn
+// leaves the callback unchanged.
 func WithOnDLQ(fn func(ctx context.Context, msg middleware.Message)) DLQOption {
-	return func(d *DLQ) { d.OnDLQ = fn }
+	return func(d *DLQConfig) {
+		if fn != nil {
+			d.OnDLQ = fn
+		}
+	}
 }
 
 // WithDLQ enables observe-only DLQ detection: once a message's receive count
@@ -318,7 +326,7 @@ func WithDLQ(maxReceiveCount int, opts ...DLQOption) Option {
 		if maxReceiveCount <= 0 {
 			return fmt.Errorf("WithDLQ: maxReceiveCount %d must be > 0", maxReceiveCount)
 		}
-		d := &DLQ{MaxReceiveCount: maxReceiveCount}
+		d := &DLQConfig{MaxReceiveCount: maxReceiveCount}
 		for _, o := range opts {
 			if o != nil {
 				o(d)
@@ -360,89 +368,100 @@ func WithRetryModel(m RetryModel) Option {
 	}
 }
 
-// ScheduledRetryOption configures WithScheduledRetry.
-type ScheduledRetryOption func(*scheduledBuilder)
-
-type scheduledBuilder struct {
-	cfg                  ScheduledRetry
-	identitySet, dlqSet  bool
-	backoffSet, countSet bool
-	errs                 []string
-}
+// ScheduledRetryOption configures WithScheduledRetry. The assembled
+// configuration is validated by New.
+type ScheduledRetryOption func(*ScheduledRetryConfig)
 
 // WithSchedulerIdentity sets the EventBridge Scheduler target queue ARN and
 // the execution role ARN it assumes (both required).
 func WithSchedulerIdentity(targetQueueARN, executionRoleARN string) ScheduledRetryOption {
-	return func(b *scheduledBuilder) {
-		b.identitySet = true
-		b.cfg.TargetQueueARN, b.cfg.ExecutionRoleARN = targetQueueARN, executionRoleARN
+	return func(c *ScheduledRetryConfig) {
+		c.TargetQueueARN, c.ExecutionRoleARN = targetQueueARN, executionRoleARN
 	}
 }
 
 // WithScheduledDLQ sets the DLQ queue URL for exhausted messages (required).
 func WithScheduledDLQ(dlqQueueURL string) ScheduledRetryOption {
-	return func(b *scheduledBuilder) { b.dlqSet, b.cfg.DLQQueueURL = true, dlqQueueURL }
+	return func(c *ScheduledRetryConfig) { c.DLQQueueURL = dlqQueueURL }
 }
 
 // WithMaxRetryCount sets the inclusive retry threshold, [0, 2147483647].
 func WithMaxRetryCount(n int) ScheduledRetryOption {
-	return func(b *scheduledBuilder) {
-		b.countSet = true
-		if n < 0 || n > 2147483647 {
-			b.errs = append(b.errs, fmt.Sprintf("WithMaxRetryCount: %d not in [0, 2147483647]", n))
-			return
-		}
-		b.cfg.MaxRetryCount = n
-	}
+	return func(c *ScheduledRetryConfig) { c.MaxRetryCount = n }
 }
 
 // WithBackoff sets base and max retry delay, each within [1ms, 24h], max >= base.
-func WithBackoff(base, max time.Duration) ScheduledRetryOption {
-	return func(b *scheduledBuilder) {
-		b.backoffSet = true
-		switch {
-		case base < minScheduledDelay || base > maxScheduledDelay:
-			b.errs = append(b.errs, fmt.Sprintf("WithBackoff: base %s not in [1ms, 24h]", base))
-		case max < minScheduledDelay || max > maxScheduledDelay:
-			b.errs = append(b.errs, fmt.Sprintf("WithBackoff: max %s not in [1ms, 24h]", max))
-		case max < base:
-			b.errs = append(b.errs, fmt.Sprintf("WithBackoff: max %s < base %s", max, base))
-		default:
-			b.cfg.BaseDelay, b.cfg.MaxDelay = base, max
-		}
+func WithBackoff(base, maxDelay time.Duration) ScheduledRetryOption {
+	return func(c *ScheduledRetryConfig) { c.BaseBackoff, c.MaxBackoff = base, maxDelay }
+}
+
+func validateScheduled(c ScheduledRetryConfig) []string {
+	var errs []string
+	if strings.TrimSpace(c.TargetQueueARN) == "" {
+		errs = append(errs, "WithSchedulerIdentity: target queue ARN is empty")
+	} else if _, err := QueueURLFromARN(c.TargetQueueARN); err != nil {
+		errs = append(errs, fmt.Sprintf("WithSchedulerIdentity: target queue ARN %q is not an SQS queue ARN", c.TargetQueueARN))
 	}
+	if strings.TrimSpace(c.ExecutionRoleARN) == "" {
+		errs = append(errs, "WithSchedulerIdentity: execution role ARN is empty")
+	} else if !strings.HasPrefix(c.ExecutionRoleARN, "arn:") {
+		errs = append(errs, fmt.Sprintf("WithSchedulerIdentity: execution role ARN %q is not an ARN", c.ExecutionRoleARN))
+	}
+	if strings.TrimSpace(c.DLQQueueURL) == "" {
+		errs = append(errs, "WithScheduledDLQ: DLQ queue URL is empty")
+	}
+	if c.MaxRetryCount < 0 || c.MaxRetryCount > 2147483647 {
+		errs = append(errs, fmt.Sprintf("WithMaxRetryCount: %d not in [0, 2147483647]", c.MaxRetryCount))
+	}
+	switch {
+	case c.BaseBackoff < minScheduledDelay || c.BaseBackoff > maxScheduledDelay:
+		errs = append(errs, fmt.Sprintf("WithBackoff: base %s not in [1ms, 24h]", c.BaseBackoff))
+	case c.MaxBackoff < minScheduledDelay || c.MaxBackoff > maxScheduledDelay:
+		errs = append(errs, fmt.Sprintf("WithBackoff: max %s not in [1ms, 24h]", c.MaxBackoff))
+	case c.MaxBackoff < c.BaseBackoff:
+		errs = append(errs, fmt.Sprintf("WithBackoff: max %s < base %s", c.MaxBackoff, c.BaseBackoff))
+	}
+	return errs
+}
+
+// QueueURLFromARN turns arn:PARTITION:sqs:REGION:ACCOUNT:NAME into the
+// queue URL.
+func QueueURLFromARN(arn string) (string, error) {
+	p := strings.Split(arn, ":")
+	if len(p) != 6 || p[0] != "arn" || p[2] != "sqs" || p[3] == "" || p[4] == "" || p[5] == "" {
+		return "", fmt.Errorf("not an SQS queue ARN: %q", arn)
+	}
+	host := "sqs." + p[3] + ".amazonaws.com"
+	if p[1] == "aws-cn" {
+		host += ".cn"
+	}
+	return "https://" + host + "/" + p[4] + "/" + p[5], nil
 }
 
 // WithScheduledRetry selects ScheduledRetryModel with the given configuration.
-// Errors wrap errors.ErrScheduledRetryConfig and name each offending value.
+// Base backoff defaults to 1s and max backoff to 15m (or the base, if
+// larger). Errors wrap errors.ErrScheduledRetryConfig and name each
+// offending value.
 func WithScheduledRetry(opts ...ScheduledRetryOption) Option {
 	return func(r *Route) error {
-		b := &scheduledBuilder{cfg: ScheduledRetry{BaseDelay: DefaultScheduledBaseDelay, MaxDelay: DefaultScheduledMaxDelay}}
+		cfg := ScheduledRetryConfig{}
 		for _, o := range opts {
 			if o != nil {
-				o(b)
+				o(&cfg)
 			}
 		}
-		if strings.TrimSpace(b.cfg.TargetQueueARN) == "" {
-			b.errs = append(b.errs, "WithSchedulerIdentity: target queue ARN is empty")
-		} else if !strings.HasPrefix(b.cfg.TargetQueueARN, "arn:") {
-			b.errs = append(b.errs, fmt.Sprintf("WithSchedulerIdentity: target queue ARN %q is not an ARN", b.cfg.TargetQueueARN))
+		if cfg.BaseBackoff == 0 {
+			cfg.BaseBackoff = DefaultScheduledBaseDelay
 		}
-		if strings.TrimSpace(b.cfg.ExecutionRoleARN) == "" {
-			b.errs = append(b.errs, "WithSchedulerIdentity: execution role ARN is empty")
-		} else if !strings.HasPrefix(b.cfg.ExecutionRoleARN, "arn:") {
-			b.errs = append(b.errs, fmt.Sprintf("WithSchedulerIdentity: execution role ARN %q is not an ARN", b.cfg.ExecutionRoleARN))
+		if cfg.MaxBackoff == 0 {
+			cfg.MaxBackoff = max(DefaultScheduledMaxDelay, cfg.BaseBackoff)
 		}
-		if strings.TrimSpace(b.cfg.DLQQueueURL) == "" {
-			b.errs = append(b.errs, "WithScheduledDLQ: DLQ queue URL is empty")
-		}
-		if len(b.errs) > 0 {
+		if errs := validateScheduled(cfg); len(errs) > 0 {
 			// Remember the error so New reports it even when a later option
 			// would otherwise mask it.
-			r.scheduledErr = scheduledErr("%s", strings.Join(b.errs, "; "))
+			r.scheduledErr = scheduledErr("%s", strings.Join(errs, "; "))
 			return r.scheduledErr
 		}
-		cfg := b.cfg
 		r.scheduled = &cfg
 		r.retryModel, r.retryModelSet = ScheduledRetryModel, true
 		return nil
@@ -479,17 +498,19 @@ func (r *Route) RunMode() Mode { return r.mode }
 // CustomGroupFields returns a copy of the custom group fields.
 func (r *Route) CustomGroupFields() []string { return append([]string(nil), r.groupFields...) }
 
-// Middleware returns a copy of the route-level middleware.
-func (r *Route) Middleware() []middleware.Middleware {
+// Middlewares returns a copy of the route-level middleware.
+func (r *Route) Middlewares() []middleware.Middleware {
 	return append([]middleware.Middleware(nil), r.middleware...)
 }
 
-// DLQ returns the observe-only DLQ configuration and whether it is enabled.
-func (r *Route) DLQ() (DLQ, bool) {
+// DLQ returns a copy of the observe-only DLQ configuration, or nil when the
+// route has none.
+func (r *Route) DLQ() *DLQConfig {
 	if r.dlq == nil {
-		return DLQ{}, false
+		return nil
 	}
-	return *r.dlq, true
+	d := *r.dlq
+	return &d
 }
 
 // RetryBackoff returns the Visibility-model backoff and whether it is set.
@@ -500,13 +521,14 @@ func (r *Route) RetryBackoff() (base, max time.Duration, ok bool) {
 // RetryModel is the route's retry model.
 func (r *Route) RetryModel() RetryModel { return r.retryModel }
 
-// ScheduledRetry returns the Scheduled-model configuration and whether the
-// route uses that model.
-func (r *Route) ScheduledRetry() (ScheduledRetry, bool) {
+// ScheduledRetry returns a copy of the Scheduled-model configuration, or nil
+// when the route uses the Visibility model.
+func (r *Route) ScheduledRetry() *ScheduledRetryConfig {
 	if r.retryModel != ScheduledRetryModel || r.scheduled == nil {
-		return ScheduledRetry{}, false
+		return nil
 	}
-	return *r.scheduled, true
+	c := *r.scheduled
+	return &c
 }
 
 // IsFIFO reports whether the queue is a FIFO queue (name ends in ".fifo").

@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestDefaults(t *testing.T) {
 		r.RetryModel() != router.VisibilityRetryModel || r.Pollers() != 1 {
 		t.Fatalf("unexpected defaults: %+v", r)
 	}
-	if _, ok := r.DLQ(); ok {
+	if r.DLQ() != nil || r.ScheduledRetry() != nil {
 		t.Fatal("DLQ enabled by default")
 	}
 }
@@ -56,8 +57,6 @@ func TestValidation(t *testing.T) {
 		{"mode", "q", noop, []router.Option{router.WithRunMode(7)}, merrors.ErrInvalidOption, "7"},
 		{"dlq 0", "q", noop, []router.Option{router.WithDLQ(0)}, merrors.ErrInvalidOption, "0"},
 		{"pollers 0", "q", noop, []router.Option{router.WithPollers(0)}, merrors.ErrInvalidOption, "0"},
-		{"nil middleware", "q", noop, []router.Option{router.WithMiddleware(nil)}, merrors.ErrInvalidOption, "nil"},
-		{"empty group field", "q", noop, []router.Option{router.WithCustomGroupFields("a", "")}, merrors.ErrInvalidOption, "1"},
 		{"retry backoff inverted", "q", noop, []router.Option{router.WithRetryBackoff(time.Minute, time.Second)}, merrors.ErrInvalidOption, "1m0s"},
 		{"retry model", "q", noop, []router.Option{router.WithRetryModel(9)}, merrors.ErrScheduledRetryConfig, "9"},
 		{"scheduled model without config", "q.fifo", noop, []router.Option{router.WithRetryModel(router.ScheduledRetryModel)}, merrors.ErrScheduledRetryConfig, "WithScheduledRetry"},
@@ -109,9 +108,10 @@ func TestScheduledRetryDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, ok := r.ScheduledRetry()
-	if !ok || cfg.BaseDelay != time.Second || cfg.MaxRetryCount != 5 || r.RetryModel() != router.ScheduledRetryModel {
-		t.Fatalf("cfg %+v ok %v", cfg, ok)
+	cfg := r.ScheduledRetry()
+	if cfg == nil || cfg.BaseBackoff != time.Second || cfg.MaxBackoff != router.DefaultScheduledMaxDelay ||
+		cfg.MaxRetryCount != 5 || r.RetryModel() != router.ScheduledRetryModel {
+		t.Fatalf("cfg %+v", cfg)
 	}
 }
 
@@ -134,5 +134,18 @@ func TestExpBackoffBounded(t *testing.T) {
 		if got := router.ExpBackoff(tt.base, tt.max, tt.attempt); got != tt.want {
 			t.Errorf("ExpBackoff(%s,%s,%d) = %s want %s", tt.base, tt.max, tt.attempt, got, tt.want)
 		}
+	}
+}
+
+// As in loafer-awsx, nil middleware and empty group fields are ignored.
+func TestIgnoredOptionValues(t *testing.T) {
+	t.Parallel()
+	mw := func(h middleware.Handler) middleware.Handler { return h }
+	r, err := router.New("q", noop, router.WithMiddleware(nil, mw, nil), router.WithCustomGroupFields("a", "", " ", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Middlewares()) != 1 || fmt.Sprint(r.CustomGroupFields()) != "[a b]" {
+		t.Fatalf("middlewares %d, fields %v", len(r.Middlewares()), r.CustomGroupFields())
 	}
 }

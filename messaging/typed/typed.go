@@ -7,10 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sns/types"
-
 	merrors "github.com/cairn-go/cairn/messaging/errors"
 	"github.com/cairn-go/cairn/messaging/middleware"
 	"github.com/cairn-go/cairn/messaging/producer"
@@ -39,7 +35,9 @@ func (JSONCodec[T]) Decode(data []byte) (T, error) {
 // can never succeed, so the decode error is returned as fatal.
 func WrapHandler[T any](codec Codec[T], fn func(ctx context.Context, msg T) error) middleware.Handler {
 	return func(ctx context.Context, msg middleware.Message) error {
-		v, err := codec.Decode(msg.Body())
+		// The published message: the body, or for an SNS notification
+		// (a subscription without raw delivery) the envelope's Message.
+		v, err := codec.Decode([]byte(msg.Message()))
 		if err != nil {
 			return merrors.Fatal(fmt.Errorf("typed: decode message %s: %w", msg.ID(), err))
 		}
@@ -59,26 +57,26 @@ func NewProducer[T any](p *producer.Producer, codec Codec[T]) *Producer[T] {
 }
 
 // PublishOption configures one Publish.
-type PublishOption func(*sns.PublishInput)
+type PublishOption func(*producer.PublishInput)
 
 // WithGroupID sets MessageGroupId.
 func WithGroupID(id string) PublishOption {
-	return func(in *sns.PublishInput) { in.MessageGroupId = aws.String(id) }
+	return func(in *producer.PublishInput) { in.GroupID = id }
 }
 
 // WithDeduplicationID sets MessageDeduplicationId.
 func WithDeduplicationID(id string) PublishOption {
-	return func(in *sns.PublishInput) { in.MessageDeduplicationId = aws.String(id) }
+	return func(in *producer.PublishInput) { in.DeduplicationID = id }
 }
 
-// WithAttributes sets string message attributes.
+// WithAttributes adds string message attributes.
 func WithAttributes(attrs map[string]string) PublishOption {
-	return func(in *sns.PublishInput) {
-		if in.MessageAttributes == nil {
-			in.MessageAttributes = make(map[string]types.MessageAttributeValue, len(attrs))
+	return func(in *producer.PublishInput) {
+		if in.Attributes == nil {
+			in.Attributes = make(map[string]string, len(attrs))
 		}
 		for k, v := range attrs {
-			in.MessageAttributes[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+			in.Attributes[k] = v
 		}
 	}
 }
@@ -89,7 +87,7 @@ func (p *Producer[T]) Publish(ctx context.Context, topicARN string, value T, opt
 	if err != nil {
 		return "", fmt.Errorf("typed: encode: %w", err)
 	}
-	in := &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(body))}
+	in := &producer.PublishInput{TopicARN: topicARN, Message: string(body)}
 	for _, o := range opts {
 		if o != nil {
 			o(in)

@@ -44,3 +44,16 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal("not fatal")
 	}
 }
+
+// A typed handler on a queue subscribed without raw delivery decodes the
+// published message, not the SNS envelope around it.
+func TestWrapHandlerUnwrapsEnvelope(t *testing.T) {
+	t.Parallel()
+	env := `{"Type":"Notification","MessageId":"n1","TopicArn":"arn:aws:sns:us-east-1:0:orders",` +
+		`"Message":"{\"id\":\"o7\",\"total\":9}","Timestamp":"2026-03-01T12:00:00.000Z"}`
+	var got order
+	h := typed.WrapHandler(typed.JSONCodec[order]{}, func(_ context.Context, o order) error { got = o; return nil })
+	if err := h(context.Background(), messagingtest.NewMessage(env, nil)); err != nil || got != (order{ID: "o7", Total: 9}) {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}

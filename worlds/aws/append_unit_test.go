@@ -25,7 +25,7 @@ type conflictDB struct {
 
 func (f *conflictDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	run := &worlds.Run{RunID: "r", WorkflowName: "wf", Status: worlds.RunRunning, EventCount: 2, CreatedAt: time.Unix(0, 0)}
-	return &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"t": {runItem(run, nil)}}}, nil
+	return &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"t": {(&World{shards: DefaultListShards}).runItem(run, nil)}}}, nil
 }
 
 func (f *conflictDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

@@ -19,9 +19,19 @@ import (
 // go through EventBridge Scheduler.
 const MaxSQSDelay = 15 * time.Minute
 
-// Config configures a [World]. BaseURL, TableName and QueueURL are required.
+// DefaultDeadLetterRetention is Config.DeadLetterRetention when it is zero: 14
+// days, SQS's longest message retention and the Terraform module's default.
+const DefaultDeadLetterRetention = 14 * 24 * time.Hour
+
+// maxListShards bounds Config.ListShards: a listing queries every shard.
+const maxListShards = 256
+
+// Config configures a [World]. TableName and QueueURL are required.
+// [ConfigFromEnv] builds one from the Terraform module's environment output.
 type Config struct {
-	// BaseURL is the public URL of HTTP(world), including /v1/workflow.
+	// BaseURL is the public URL of HTTP(world) or Webhook(world), including
+	// /v1/workflow. Optional: when set, hooks expose their webhook URL
+	// <BaseURL>/webhooks/<token> ([World.WebhookURL]).
 	BaseURL string
 	// TableName is the DynamoDB table, laid out as [CreateTable] creates it.
 	TableName string
@@ -40,12 +50,28 @@ type Config struct {
 	// Retentions overrides Retention per workflow name.
 	Retentions map[string]time.Duration
 
+	// ListShards is how many partitions of each list index the run and hook
+	// listings and the queue records are spread over; zero uses
+	// DefaultListShards. Listings read every shard, so keep it small; raise it
+	// only (a lower value hides entries written to the shards it drops).
+	ListShards int
+
+	// DeadLetterRetention is how long a delivery that was received and then lost
+	// (most often: moved to the dead-letter queue after max_receive_count) is
+	// left for its dead-letter queue before [World.Sweep] sends it again. Zero
+	// uses DefaultDeadLetterRetention, the module's message retention.
+	DeadLetterRetention time.Duration
+
 	// Lease is how long the Queue handler holds a delivery it is executing
 	// against other receivers of the same delivery (SQS duplicates), and the
 	// visibility its heartbeat gives the message, renewing both every Lease/2. A
 	// worker that dies releases its deliveries after at most Lease. Zero uses
 	// DefaultLease; at least 2 seconds, at most 12 hours (SQS's visibility limit).
 	Lease time.Duration
+
+	// env is what the deployment ConfigFromEnv read from can do; nil for a
+	// Config built by hand.
+	env *envGrants
 
 	// Clock returns the current time; nil uses time.Now.
 	Clock func() time.Time
@@ -126,11 +152,10 @@ type queueRef struct {
 }
 
 func validate(c *Config) error {
-	if c.BaseURL == "" {
-		return &ConfigError{Field: "BaseURL", Value: c.BaseURL, Reason: "required"}
-	}
-	if u, err := url.Parse(c.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
-		return &ConfigError{Field: "BaseURL", Value: c.BaseURL, Reason: "must be an absolute URL"}
+	if c.BaseURL != "" {
+		if u, err := url.Parse(c.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
+			return &ConfigError{Field: "BaseURL", Value: c.BaseURL, Reason: "must be an absolute URL"}
+		}
 	}
 	if c.TableName == "" {
 		return &ConfigError{Field: "TableName", Value: c.TableName, Reason: "required"}
@@ -184,11 +209,26 @@ func validate(c *Config) error {
 	if c.Lease < 2*time.Second || c.Lease > 12*time.Hour {
 		return &ConfigError{Field: "Lease", Value: c.Lease, Reason: "must be within [2s, 12h]"}
 	}
+	if c.ListShards == 0 {
+		c.ListShards = DefaultListShards
+	}
+	if c.ListShards < 1 || c.ListShards > maxListShards {
+		return &ConfigError{Field: "ListShards", Value: c.ListShards, Reason: fmt.Sprintf("must be within [1, %d]", maxListShards)}
+	}
+	if c.DeadLetterRetention == 0 {
+		c.DeadLetterRetention = DefaultDeadLetterRetention
+	}
+	if c.DeadLetterRetention < 0 {
+		return &ConfigError{Field: "DeadLetterRetention", Value: c.DeadLetterRetention, Reason: "must not be negative"}
+	}
 	if c.Retention < 0 {
 		return &ConfigError{Field: "Retention", Value: c.Retention, Reason: "must not be negative"}
 	}
 	if c.Retention > MaxSQSDelay && c.Scheduler == nil {
 		return &ConfigError{Field: "Retention", Value: c.Retention, Reason: "over 15 minutes requires Scheduler"}
+	}
+	if err := validateGrants(c); err != nil {
+		return err
 	}
 	for wf, d := range c.Retentions {
 		field := fmt.Sprintf("Retentions[%q]", wf)

@@ -4,9 +4,12 @@
 // share one table: every append is one TransactWriteItems that commits only if the
 // run's event count is unchanged since it was read (validated with worlds.Plan, the
 // same state machine every World uses), so concurrent writers never lose or
-// reorder events. [Queue] is the SQS Lambda handler that executes deliveries;
-// [HTTP] serves the RPC and webhook endpoints for a Function URL; [CreateTable]
-// creates the table for tests and DynamoDB Local, and worlds/aws/terraform
-// provisions everything for production. See README.md for the table layout, IAM
-// and limits.
+// reorder events. [ConfigFromEnv] reads the Terraform module's environment;
+// [Queue] is the SQS Lambda handler that executes deliveries, and [World.Serve]
+// runs it outside Lambda; [HTTP] serves the RPC and webhook endpoints for a
+// Function URL; [Sweep] re-sends deliveries whose message was lost and
+// [World.Redrive] moves dead-lettered ones back; [CreateTable] creates the table
+// for tests and DynamoDB Local, and worlds/aws/terraform provisions everything
+// for production. See README.md for the table layout, IAM, the dead-letter
+// runbook and limits.
 package awsworld

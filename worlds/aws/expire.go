@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/cairn-go/cairn/worlds"
 )
@@ -62,7 +64,7 @@ func (w *World) expire(ctx context.Context, runID string) error {
 	for _, id := range st.hookIDs {
 		add(id)
 	}
-	keys, _, err := w.queryIndex(ctx, indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, pk: "HOOKS#" + runID}, 1<<30, "")
+	keys, err := w.queryIndex(ctx, indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, pk: runHooksPK(runID)}, 1<<30)
 	if err != nil {
 		return err
 	}
@@ -153,6 +155,65 @@ func (w *World) batchDelete(ctx context.Context, keys []map[string]types.Attribu
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// dropPending deletes the deliveries a finished run still has due later (the
+// wake-ups of its sleeps, its step retries) and their Scheduler schedules, once
+// the run is cancelled or otherwise finished. Its expiry is kept. It is best
+// effort: the run has finished either way, and a delivery left behind finds
+// nothing to do. The run's deliveries are found through QUEUE#<runID> on
+// list_group, which is eventually consistent.
+func (w *World) dropPending(ctx context.Context, runID string) {
+	ctx = context.WithoutCancel(ctx)
+	now := w.now()
+	keys, err := w.queryIndex(ctx, indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, pk: runQueuePK(runID), after: sortTime(now) + "#\uffff"}, 1<<30)
+	if err == nil {
+		var items []map[string]types.AttributeValue
+		if items, err = w.fetch(ctx, keys); err == nil {
+			for _, item := range items {
+				id := getS(item, attrPK)[len("QUEUE#"):]
+				if id == ExpireID(runID) {
+					continue
+				}
+				rec, derr := decodeRecord(id, item)
+				if derr == nil {
+					derr = w.dropRecord(ctx, rec, now)
+				}
+				err = errors.Join(err, derr)
+			}
+		}
+	}
+	if err != nil {
+		w.log.WarnContext(ctx, "awsworld: deleting a finished run's pending deliveries; they find nothing to do when due", "runId", runID, "err", err)
+	}
+}
+
+// dropRecord deletes a pending delivery unless it changed or is being executed,
+// then its schedule.
+func (w *World) dropRecord(ctx context.Context, rec *record, now time.Time) error {
+	_, err := w.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: w.table, Key: key(queuePK(rec.ID), metaSK),
+		ConditionExpression:       aws.String("#d = :d AND (attribute_not_exists(#c) OR #l < :now)"),
+		ExpressionAttributeNames:  map[string]string{"#d": attrDue, "#c": attrClaim, "#l": attrLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": s(rec.due), ":now": n(now.UnixMilli())},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("awsworld: delete pending delivery %s: %w", rec.ID, err)
+	}
+	sc := w.cfg.Scheduler
+	if !rec.scheduled || sc == nil {
+		return nil
+	}
+	_, err = sc.Client.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{Name: aws.String(scheduleName(rec.ID)), GroupName: aws.String(w.scheduleGroup())})
+	var nf *schedtypes.ResourceNotFoundException
+	if err != nil && !errors.As(err, &nf) {
+		return fmt.Errorf("awsworld: delete schedule of %s: %w", rec.ID, err)
 	}
 	return nil
 }

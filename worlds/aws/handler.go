@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -121,7 +122,7 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		if !handOff.IsZero() {
 			mctx = worlds.WithHandOff(ctx, handOff)
 		}
-		if err := h.processFn(mctx, r); err != nil {
+		if err := h.processSafely(mctx, r); err != nil {
 			count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 			delay := RetryDelay(count)
 			var held *leaseHeldError
@@ -144,11 +145,42 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
+// PanicError reports a delivery whose execution panicked. The Queue handler
+// recovers it, reports that message failed, and goes on with the batch.
+type PanicError struct {
+	// ID is the delivery ID, empty when the panic came before its record was read.
+	ID string
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	if e.ID == "" {
+		return fmt.Sprintf("awsworld: delivery panicked: %v", e.Value)
+	}
+	return fmt.Sprintf("awsworld: delivery %s panicked: %v", e.ID, e.Value)
+}
+
+// processSafely is processFn with a panic turned into a *PanicError, so one
+// message's panic fails only that message.
+func (h *handler) processSafely(ctx context.Context, r events.SQSMessage) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: debug.Stack()}
+			h.log.ErrorContext(ctx, "awsworld: message handling panicked", "messageId", r.MessageId, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	return h.processFn(ctx, r)
+}
+
 // process handles one message; a nil error acknowledges it.
 func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 	var m message
 	if err := json.Unmarshal([]byte(r.Body), &m); err != nil || m.ID == "" {
-		h.log.WarnContext(ctx, "awsworld: acknowledging a message that is not a queue message", "messageId", r.MessageId, "body", r.Body)
+		h.log.WarnContext(ctx, "awsworld: acknowledging a message that is not a queue message", "messageId", r.MessageId, "bodyBytes", len(r.Body))
+		h.log.DebugContext(ctx, "awsworld: the message that is not a queue message", "messageId", r.MessageId, "body", r.Body)
 		return nil
 	}
 	rec, err := h.w.claimRecord(ctx, m.ID, h.wall())
@@ -170,7 +202,7 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 			q = h.w.queueFor(rec.Input.WorkflowName)
 		}
 		err := h.w.publish(ctx, rec.ID, q, rec.Input.RunID, rec.DueAt)
-		return errors.Join(err, h.w.releaseRecord(context.WithoutCancel(ctx), rec))
+		return errors.Join(err, h.w.releaseRecord(context.WithoutCancel(ctx), rec, h.wall()))
 	}
 	stop := h.heartbeat(ctx, r, rec)
 	// The record counts executions of the delivery across all its messages, so
@@ -182,14 +214,21 @@ func (h *handler) process(ctx context.Context, r events.SQSMessage) error {
 		err = h.w.deleteRecord(context.WithoutCancel(ctx), rec)
 	}
 	if err != nil {
-		if rerr := h.w.releaseRecord(context.WithoutCancel(ctx), rec); rerr != nil {
+		if rerr := h.w.releaseRecord(context.WithoutCancel(ctx), rec, h.wall()); rerr != nil {
 			h.log.WarnContext(ctx, "awsworld: releasing a failed delivery; its retry waits for the lease", "id", rec.ID, "err", rerr)
 		}
 	}
 	return err
 }
 
-func (h *handler) run(ctx context.Context, rec *record, attempt int) error {
+func (h *handler) run(ctx context.Context, rec *record, attempt int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := &PanicError{ID: rec.ID, Value: p, Stack: debug.Stack()}
+			h.log.ErrorContext(ctx, "awsworld: delivery panicked", "id", rec.ID, "runId", rec.Input.RunID, "kind", rec.Input.Kind, "panic", fmt.Sprint(p), "stack", string(pe.Stack))
+			err = pe
+		}
+	}()
 	if rec.Input.Kind == worlds.DeliverExpire {
 		// A deferred expiry re-armed the record under a new due time, so the
 		// conditional delete that follows keeps it.

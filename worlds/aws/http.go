@@ -2,6 +2,10 @@ package awsworld
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cairn-go/cairn/worlds"
 
 	"github.com/cairn-go/cairn/worlds/worldhttp"
 )
@@ -25,4 +29,15 @@ func RPC(world *World) http.Handler {
 // alone, so it can be the one route exposed publicly.
 func Webhook(world *World) http.Handler {
 	return worldhttp.Webhook(world, worldhttp.Options{})
+}
+
+var _ worlds.WebhookURLs = (*World)(nil)
+
+// WebhookURL returns <Config.BaseURL>/webhooks/<token>, the URL Webhook(world)
+// serves the hook owning token at, and false when Config.BaseURL is unset.
+func (w *World) WebhookURL(token string) (string, bool) {
+	if w.cfg.BaseURL == "" || token == "" {
+		return "", false
+	}
+	return strings.TrimRight(w.cfg.BaseURL, "/") + "/webhooks/" + url.PathEscape(token), true
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -86,28 +88,15 @@ func (w *World) batchGetHooks(ctx context.Context, ids []string) ([]worlds.Hook,
 }
 
 // indexQuery pages newest first through one partition of an index, keeping keys
-// whose status matches, and returns up to limit keys and the cursor after them.
+// whose status matches.
 type indexQuery struct {
 	index, pkAttr, skAttr, pk string
 	status                    string
 	after, before             string // exclusive sort-key bounds, empty for none
 }
 
-func (w *World) queryIndex(ctx context.Context, q indexQuery, limit int, cursor string) ([]map[string]types.AttributeValue, string, error) {
-	var start map[string]types.AttributeValue
-	if cursor != "" {
-		c, err := decodeCursor(cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		start = map[string]types.AttributeValue{}
-		for _, k := range []string{attrPK, attrSK, q.pkAttr, q.skAttr} {
-			if c[k] == "" {
-				return nil, "", &worlds.ArgumentError{Field: "Cursor", Value: cursor, Reason: "not a cursor of this listing"}
-			}
-			start[k] = s(c[k])
-		}
-	}
+// queryIndex returns up to limit keys of q's partition, newest first.
+func (w *World) queryIndex(ctx context.Context, q indexQuery, limit int) ([]map[string]types.AttributeValue, error) {
 	names := map[string]string{"#pk": q.pkAttr}
 	if q.after != "" || q.before != "" {
 		names["#sk"] = q.skAttr
@@ -136,11 +125,10 @@ func (w *World) queryIndex(ctx context.Context, q indexQuery, limit int, cursor 
 	}
 	var keys []map[string]types.AttributeValue
 	for {
-		in.ExclusiveStartKey = start
-		in.Limit = aws.Int32(int32(limit - len(keys) + 1))
+		in.Limit = aws.Int32(int32(min(limit-len(keys), 1000)))
 		out, err := w.db.Query(ctx, in)
 		if err != nil {
-			return nil, "", fmt.Errorf("awsworld: query index %s: %w", q.index, err)
+			return nil, fmt.Errorf("awsworld: query index %s: %w", q.index, err)
 		}
 		for _, item := range out.Items {
 			// BETWEEN is inclusive; the filter's bounds are exclusive.
@@ -149,19 +137,66 @@ func (w *World) queryIndex(ctx context.Context, q indexQuery, limit int, cursor 
 			}
 			keys = append(keys, item)
 		}
-		if len(keys) > limit {
-			last := keys[limit-1]
-			next := map[string]string{}
-			for _, k := range []string{attrPK, attrSK, q.pkAttr, q.skAttr} {
-				next[k] = getS(last, k)
-			}
-			return keys[:limit], encodeCursor(next), nil
+		if len(keys) >= limit || len(out.LastEvaluatedKey) == 0 {
+			return keys[:min(len(keys), limit)], nil
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return keys, "", nil
-		}
-		start = out.LastEvaluatedKey
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+// queryShards lists a page across the partitions pks of one index, newest first:
+// it reads up to limit+1 keys of each partition below the cursor's sort key,
+// merges them in sort-key order and keeps limit. Sort keys end in the unique
+// ID, so the last sort key of a page is the exclusive bound of the next.
+func (w *World) queryShards(ctx context.Context, q indexQuery, pks []string, limit int, cursor string) ([]map[string]types.AttributeValue, string, error) {
+	if cursor != "" {
+		c, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		if c["index"] != q.index || c["before"] == "" {
+			return nil, "", &worlds.ArgumentError{Field: "Cursor", Value: cursor, Reason: "not a cursor of this listing"}
+		}
+		if q.before == "" || c["before"] < q.before {
+			q.before = c["before"]
+		}
+		if q.after != "" && q.before <= q.after {
+			return nil, "", nil
+		}
+	}
+	results := make([][]map[string]types.AttributeValue, len(pks))
+	errs := make([]error, len(pks))
+	var wg sync.WaitGroup
+	for i, pk := range pks {
+		wg.Go(func() {
+			sq := q
+			sq.pk = pk
+			results[i], errs[i] = w.queryIndex(ctx, sq, limit+1)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, "", err
+	}
+	var keys []map[string]types.AttributeValue
+	for _, r := range results {
+		keys = append(keys, r...)
+	}
+	sort.Slice(keys, func(i, j int) bool { return getS(keys[i], q.skAttr) > getS(keys[j], q.skAttr) })
+	if len(keys) <= limit {
+		return keys, "", nil
+	}
+	keys = keys[:limit]
+	return keys, encodeCursor(map[string]string{"index": q.index, "before": getS(keys[limit-1], q.skAttr)}), nil
+}
+
+// shardPKs returns the partition keys of every list shard.
+func (w *World) shardPKs(pk func(shard string) string) []string {
+	pks := make([]string, w.shards)
+	for i := range pks {
+		pks[i] = pk(strconv.Itoa(i))
+	}
+	return pks
 }
 
 func (w *World) fetch(ctx context.Context, indexKeys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
@@ -172,8 +207,8 @@ func (w *World) fetch(ctx context.Context, indexKeys []map[string]types.Attribut
 	return w.batchGet(ctx, keys)
 }
 
-// ListRuns lists runs newest first through the list or list_group index, then
-// reads them with consistent BatchGetItem calls.
+// ListRuns lists runs newest first through the list or list_group index, merging
+// the list shards, then reads them with consistent BatchGetItem calls.
 func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[worlds.Run], error) {
 	limit, err := worlds.PageLimit(f.Limit)
 	if err != nil {
@@ -182,9 +217,11 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	if f.Status != "" && !f.Status.Valid() {
 		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "Status", Value: f.Status, Reason: "unknown run status"}
 	}
-	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, pk: "RUNS", status: string(f.Status)}
+	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, status: string(f.Status)}
+	pks := w.shardPKs(runsShardPK)
 	if f.WorkflowName != "" {
-		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, pk: "RUNS#" + f.WorkflowName, status: string(f.Status)}
+		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, status: string(f.Status)}
+		pks = w.shardPKs(func(shard string) string { return workflowShardPK(f.WorkflowName, shard) })
 	}
 	if !f.CreatedAfter.IsZero() {
 		q.after = sortTime(f.CreatedAfter) + "#\uffff"
@@ -195,7 +232,7 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
 		return worlds.Page[worlds.Run]{Items: []worlds.Run{}}, nil // an empty interval
 	}
-	keys, cursor, err := w.queryIndex(ctx, q, limit, f.Cursor)
+	keys, cursor, err := w.queryShards(ctx, q, pks, limit, f.Cursor)
 	if err != nil {
 		return worlds.Page[worlds.Run]{}, err
 	}
@@ -220,17 +257,19 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 }
 
 // ListHooks lists hooks newest first, of one run through list_group
-// (HOOKS#<runID>) or of every run through list.
+// (HOOKS#<runID>) or of every run through the list shards.
 func (w *World) ListHooks(ctx context.Context, f worlds.HookFilter) (worlds.Page[worlds.Hook], error) {
 	limit, err := worlds.PageLimit(f.Limit)
 	if err != nil {
 		return worlds.Page[worlds.Hook]{}, err
 	}
-	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, pk: "HOOKS"}
+	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK}
+	pks := w.shardPKs(hooksShardPK)
 	if f.RunID != "" {
-		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, pk: "HOOKS#" + f.RunID}
+		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK}
+		pks = []string{runHooksPK(f.RunID)}
 	}
-	keys, cursor, err := w.queryIndex(ctx, q, limit, f.Cursor)
+	keys, cursor, err := w.queryShards(ctx, q, pks, limit, f.Cursor)
 	if err != nil {
 		return worlds.Page[worlds.Hook]{}, err
 	}

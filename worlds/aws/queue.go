@@ -48,6 +48,11 @@ type record struct {
 	// at a time.
 	claim    string
 	attempts int
+	// lease is lease_until: while claimed, when the claim ends; after a release,
+	// when it was released. published is when the record was last (re)written
+	// or sent again by Sweep. Both are Unix milliseconds.
+	lease, published int64
+	scheduled        bool
 }
 
 // leaseHeldError reports a delivery another receiver is executing; its message
@@ -114,14 +119,38 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	item[attrData] = s(string(body))
 	item[attrDue] = s(due.UTC().Format(time.RFC3339Nano))
 	item[attrQueue] = s(q.name)
+	item[attrPublished] = n(now.UnixMilli())
+	// The list index finds overdue records for Sweep, list_group a run's
+	// pending deliveries when it finishes.
+	item[attrListPK] = s(queueShardPK(shardOf(id, w.shards)))
+	item[attrListSK] = s(listSK(due, id))
+	item[attrGroupPK] = s(runQueuePK(in.RunID))
+	item[attrGroupSK] = s(listSK(due, id))
+	if w.scheduled(q, due.Sub(now)) {
+		item[attrScheduled] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	if _, err := w.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: w.table, Item: item}); err != nil {
 		return "", fmt.Errorf("awsworld: queue record %s: %w", id, err)
 	}
 	if err := w.publish(ctx, id, q, in.RunID, due); err != nil {
-		return "", err
+		return "", &unsentError{id: id, err: err}
 	}
 	return id, nil
 }
+
+// unsentError reports a delivery whose record is written but whose message or
+// schedule is not: queueing it again under its ID, or [World.Sweep] once it is
+// overdue, sends it.
+type unsentError struct {
+	id  string
+	err error
+}
+
+func (e *unsentError) Error() string {
+	return fmt.Sprintf("awsworld: delivery %s recorded but not sent (Sweep sends it once overdue): %v", e.id, e.err)
+}
+
+func (e *unsentError) Unwrap() error { return e.err }
 
 // claimRecord loads the QUEUE#<id> record and leases it to one execution until
 // wall+lease, counting the attempt. It returns nil without a record, and a
@@ -167,7 +196,8 @@ func decodeRecord(id string, item map[string]types.AttributeValue) (*record, err
 		return nil, fmt.Errorf("awsworld: queue record %s: due_at: %w", id, err)
 	}
 	return &record{ID: id, Input: in, DueAt: due, Queue: getS(item, attrQueue), due: getS(item, attrDue),
-		claim: getS(item, attrClaim), attempts: int(getN(item, attrAttempts))}, nil
+		claim: getS(item, attrClaim), attempts: int(getN(item, attrAttempts)),
+		lease: getN(item, attrLease), published: getN(item, attrPublished), scheduled: getBool(item, attrScheduled)}, nil
 }
 
 // renewLease extends r's lease to wall+Lease while its execution still holds it.
@@ -180,9 +210,10 @@ func (w *World) renewLease(ctx context.Context, r *record, wall time.Time) error
 }
 
 // releaseRecord gives up r's lease after a failed execution, so its retry need
-// not wait for the lease to run out.
-func (w *World) releaseRecord(ctx context.Context, r *record) error {
-	if err := w.updateClaimed(ctx, r, "REMOVE #c, #l", nil); err != nil {
+// not wait for the lease to run out. The lease time is kept, set to wall: it is
+// when a receiver last let the delivery go, which Sweep reads.
+func (w *World) releaseRecord(ctx context.Context, r *record, wall time.Time) error {
+	if err := w.updateClaimed(ctx, r, "REMOVE #c SET #l = :l", map[string]types.AttributeValue{":l": n(wall.UnixMilli())}); err != nil {
 		return fmt.Errorf("awsworld: release queue record %s: %w", r.ID, err)
 	}
 	return nil
@@ -227,13 +258,18 @@ func (w *World) deleteRecord(ctx context.Context, r *record) error {
 	return nil
 }
 
+// scheduled reports whether a delivery to q due after delay goes through Scheduler.
+func (w *World) scheduled(q queueRef, delay time.Duration) bool {
+	return delay > MaxSQSDelay || (q.FIFO && delay > 0)
+}
+
 // publish sends the delivery ID to q, now or after the delay until due.
 func (w *World) publish(ctx context.Context, id string, q queueRef, runID string, due time.Time) error {
 	delay := due.Sub(w.now())
 	if delay < 0 {
 		delay = 0
 	}
-	if delay > MaxSQSDelay || (q.FIFO && delay > 0) {
+	if w.scheduled(q, delay) {
 		return w.schedule(ctx, id, q, runID, due)
 	}
 	body, _ := json.Marshal(message{ID: id})
@@ -249,15 +285,20 @@ func (w *World) publish(ctx context.Context, id string, q queueRef, runID string
 	return nil
 }
 
+// scheduleGroup is the Scheduler group, "default" when unset.
+func (w *World) scheduleGroup() string {
+	if g := w.cfg.Scheduler.Group; g != "" {
+		return g
+	}
+	return "default"
+}
+
 func (w *World) schedule(ctx context.Context, id string, q queueRef, runID string, due time.Time) error {
 	sc := w.cfg.Scheduler
 	if sc == nil {
 		return &worlds.ArgumentError{Field: "QueueOptions.DueAt", Value: due.Format(time.RFC3339), Reason: "a delayed FIFO delivery or one more than 15 minutes ahead needs Config.Scheduler"}
 	}
-	group := sc.Group
-	if group == "" {
-		group = "default"
-	}
+	group := w.scheduleGroup()
 	body, _ := json.Marshal(message{ID: id, Publish: w.newID()})
 	target := &schedtypes.Target{Arn: aws.String(q.ARN), RoleArn: aws.String(sc.RoleARN), Input: aws.String(string(body))}
 	if q.FIFO {

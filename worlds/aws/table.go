@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -41,6 +42,8 @@ const (
 	attrClaim       = "claim"
 	attrLease       = "lease_until"
 	attrAttempts    = "attempts"
+	attrPublished   = "published_at"
+	attrScheduled   = "scheduled"
 	indexList       = "list"
 	indexListGroup  = "list_group"
 	metaSK          = "META"
@@ -95,6 +98,11 @@ func getN(item map[string]types.AttributeValue, name string) int64 {
 	return 0
 }
 
+func getBool(item map[string]types.AttributeValue, name string) bool {
+	v, ok := item[name].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
 func getSS(item map[string]types.AttributeValue, name string) []string {
 	if v, ok := item[name].(*types.AttributeValueMemberSS); ok {
 		return v.Value
@@ -118,14 +126,35 @@ func encodeData(v any) types.AttributeValue {
 	return s(string(b))
 }
 
-func runItem(r *worlds.Run, hookIDs []string) map[string]types.AttributeValue {
+// DefaultListShards is Config.ListShards when it is zero.
+const DefaultListShards = 16
+
+// shardOf spreads IDs evenly over n list shards.
+func shardOf(id string, n int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return strconv.Itoa(int(h.Sum32() % uint32(n)))
+}
+
+// Partition keys of the list indexes. Runs, hooks and queue records are spread
+// over the World's list shards so no index partition takes every write; a
+// listing reads every shard and merges them in sort-key order.
+func runsShardPK(shard string) string               { return "RUNS#" + shard }
+func hooksShardPK(shard string) string              { return "HOOKS#" + shard }
+func queueShardPK(shard string) string              { return "QUEUE#" + shard }
+func workflowShardPK(workflow, shard string) string { return "RUNS#" + workflow + "#" + shard }
+func runHooksPK(runID string) string                { return "HOOKS#" + runID }
+func runQueuePK(runID string) string                { return "QUEUE#" + runID }
+
+func (w *World) runItem(r *worlds.Run, hookIDs []string) map[string]types.AttributeValue {
+	shard := shardOf(r.RunID, w.shards)
 	item := key(runPK(r.RunID), metaSK)
 	item[attrData] = encodeData(r)
 	item[attrCount] = n(r.EventCount)
 	item[attrStatus] = s(string(r.Status))
-	item[attrListPK] = s("RUNS")
+	item[attrListPK] = s(runsShardPK(shard))
 	item[attrListSK] = s(listSK(r.CreatedAt, r.RunID))
-	item[attrGroupPK] = s("RUNS#" + r.WorkflowName)
+	item[attrGroupPK] = s(workflowShardPK(r.WorkflowName, shard))
 	item[attrGroupSK] = s(listSK(r.CreatedAt, r.RunID))
 	if len(hookIDs) > 0 {
 		item[attrHookIDs] = &types.AttributeValueMemberSS{Value: hookIDs}
@@ -133,14 +162,14 @@ func runItem(r *worlds.Run, hookIDs []string) map[string]types.AttributeValue {
 	return item
 }
 
-func hookItem(h *worlds.Hook) map[string]types.AttributeValue {
+func (w *World) hookItem(h *worlds.Hook) map[string]types.AttributeValue {
 	item := key(hookPK(h.HookID), metaSK)
 	item[attrData] = encodeData(h)
 	item[attrStatus] = s(string(h.Status))
 	item[attrRun] = s(h.RunID)
-	item[attrListPK] = s("HOOKS")
+	item[attrListPK] = s(hooksShardPK(shardOf(h.HookID, w.shards)))
 	item[attrListSK] = s(listSK(h.CreatedAt, h.HookID))
-	item[attrGroupPK] = s("HOOKS#" + h.RunID)
+	item[attrGroupPK] = s(runHooksPK(h.RunID))
 	item[attrGroupSK] = s(listSK(h.CreatedAt, h.HookID))
 	return item
 }

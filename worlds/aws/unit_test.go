@@ -76,7 +76,6 @@ func TestConfigValidation(t *testing.T) {
 		mut   func(*Config)
 		field string
 	}{
-		{"missing BaseURL", func(c *Config) { c.BaseURL = "" }, "BaseURL"},
 		{"relative BaseURL", func(c *Config) { c.BaseURL = "/v1/workflow" }, "BaseURL"},
 		{"missing TableName", func(c *Config) { c.TableName = "" }, "TableName"},
 		{"missing QueueURL", func(c *Config) { c.QueueURL = "" }, "QueueURL"},
@@ -101,6 +100,8 @@ func TestConfigValidation(t *testing.T) {
 		{"per-workflow retention over 15m", func(c *Config) { c.Retentions = map[string]time.Duration{"x": time.Hour} }, `Retentions["x"]`},
 		{"scheduler without role", func(c *Config) { c.Scheduler = &SchedulerConfig{Client: nopScheduler{}, TargetARN: "arn"} }, "Scheduler.RoleARN"},
 		{"scheduler without target", func(c *Config) { c.Scheduler = &SchedulerConfig{Client: nopScheduler{}, RoleARN: "arn"} }, "Scheduler.TargetARN"},
+		{"list shards out of range", func(c *Config) { c.ListShards = 1000 }, "ListShards"},
+		{"negative dead-letter retention", func(c *Config) { c.DeadLetterRetention = -time.Second }, "DeadLetterRetention"},
 		{"scheduler without client", func(c *Config) { c.Scheduler = &SchedulerConfig{TargetARN: "a", RoleARN: "b"} }, "Scheduler.Client"},
 	}
 	for _, tc := range cases {
@@ -118,6 +119,18 @@ func TestConfigValidation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("valid without BaseURL", func(t *testing.T) {
+		t.Parallel()
+		cfg := validConfig()
+		cfg.BaseURL = ""
+		w, err := New(cfg, &fakeDB{}, &fakeSQS{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := w.WebhookURL("tok"); ok || u != "" {
+			t.Fatalf("WebhookURL without BaseURL = %q, %v", u, ok)
+		}
+	})
 	t.Run("valid with FIFO, routes and long retention", func(t *testing.T) {
 		t.Parallel()
 		cfg := validConfig()

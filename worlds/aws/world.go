@@ -40,6 +40,7 @@ type World struct {
 	log    *slog.Logger
 	now    func() time.Time
 	newID  func() string
+	shards int // list shards
 	// sleep waits between append retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -58,7 +59,7 @@ func New(cfg Config, db DynamoDBAPI, sqsClient SQSAPI) (*World, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, err
 	}
-	w := &World{cfg: cfg, db: db, sqs: sqsClient, table: aws.String(cfg.TableName), log: cfg.Logger, now: cfg.Clock, newID: cfg.NewID, sleep: sleepCtx}
+	w := &World{cfg: cfg, db: db, sqs: sqsClient, table: aws.String(cfg.TableName), log: cfg.Logger, now: cfg.Clock, newID: cfg.NewID, shards: cfg.ListShards, sleep: sleepCtx}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -304,6 +305,7 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 				if qerr := w.queueExpiry(ctx, st.run); qerr != nil {
 					return nil, errors.Join(err, qerr)
 				}
+				w.dropPending(ctx, runID)
 			}
 			return nil, err
 		}
@@ -320,8 +322,15 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 			last := effects[len(effects)-1].Run
 			if last.Status.Terminal() {
 				if err := w.queueExpiry(ctx, &last); err != nil {
-					return stored, fmt.Errorf("awsworld: run %s finished but its expiry was not queued (append again to retry): %w", runID, err)
+					var unsent *unsentError
+					if !errors.As(err, &unsent) {
+						return stored, fmt.Errorf("awsworld: run %s finished but its expiry was not queued (append again to retry): %w", runID, err)
+					}
+					// The append committed and the expiry is recorded: do not fail
+					// the append (a cancel that did happen), Sweep sends it.
+					w.log.WarnContext(ctx, "awsworld: run finished; its expiry is recorded but not sent, Sweep sends it once due", "runId", runID, "err", err)
 				}
+				w.dropPending(ctx, runID)
 			}
 			return stored, nil
 		}
@@ -498,7 +507,7 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 		}})
 	}
 	for _, id := range hookOrder {
-		item := hookItem(hooks[id])
+		item := w.hookItem(hooks[id])
 		if size := itemSize(item); size > maxItemBytes {
 			return nil, tooLarge(effects[0].Event, "hook", size)
 		}
@@ -531,7 +540,7 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 		put(item, "", nil, nil)
 	}
 	last := effects[len(effects)-1].Run
-	meta := runItem(&last, hookIDs)
+	meta := w.runItem(&last, hookIDs)
 	if size := itemSize(meta); size > maxItemBytes {
 		return nil, tooLarge(effects[len(effects)-1].Event, "run view", size)
 	}

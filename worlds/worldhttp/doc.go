@@ -14,19 +14,28 @@
 // 404 not_found, 409 conflict, 410 gone, 425 too_early, 413 too_large, 405 for a
 // wrong HTTP method, 500 internal only for failures of the World itself. Methods:
 //
-//	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run)
+//	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run;
+//	              retried with the same runId, workflowName and input it returns that run, queued again if pending)
 //	runs.get      {runId}                                      -> Run
 //	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
 //	runs.cancel   {runId, reason?}                             -> Run (appends run_cancelled, wakes the run)
 //	events.list   {runId, afterSeq?, limit?, cursor?}          -> Page[Event]
 //	steps.list    {runId, limit?, cursor?}                     -> Page[Step]
 //	steps.get     {runId, stepId}                              -> Step
-//	hooks.list    {runId?, limit?, cursor?}                    -> Page[Hook]
-//	hooks.get     {hookId}                                     -> Hook
+//	hooks.list    {runId?, limit?, cursor?}                    -> Page[HookView]
+//	hooks.get     {hookId}                                     -> HookView (a Hook and, where the World
+//	              knows its base URL, webhookUrl for an active hook)
 //	hooks.resume  {token, payload?}                            -> ResumeContext
 //	waits.get     {runId, waitId}                              -> Wait
 //	streams.list  {runId}                                      -> []StreamInfo
 //	streams.read  {runId, name, from?, limit?}                 -> StreamPage
+//
+// Before anything is written, runs.start checks the run ID, attributes and input
+// against the limits of package worlds ([worlds.ValidateStart]), and, with
+// Options.Workflows, the input's shape against the workflow's input type;
+// hooks.resume and webhooks check the payload ([worlds.ValidateJSON]). Bad input
+// answers 400 invalid_argument with a message naming the field. Paths that are
+// not in canonical form ("/webhooks/.") answer a JSON 404.
 //
 // The handlers do not authenticate. Put the RPC endpoint behind IAM or an
 // authorizer; webhooks are authorized by their token alone.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -30,6 +31,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// NewRunID generates IDs for runs.start without runId; nil uses random IDs.
 	NewRunID func() string
+	// Workflows, when set, are the workflows runs.start may start: another name
+	// is rejected, and a runner implementing [worlds.InputValidator] (workflow.Use
+	// does) checks the input's shape before run_created is written. The runners
+	// only validate here; the handler never runs them.
+	Workflows worlds.Runner
 }
 
 func (o Options) withDefaults() Options {
@@ -58,7 +64,7 @@ func Handler(w worlds.World, opts Options) http.Handler {
 	mux.Handle(opts.Prefix+"/rpc", rpc)
 	mux.Handle(opts.Prefix+"/webhooks/{token}", hook)
 	mux.HandleFunc("/", notFound)
-	return mux
+	return exactPaths(mux)
 }
 
 // RPC serves only {prefix}/rpc.
@@ -67,7 +73,7 @@ func RPC(w worlds.World, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(opts.Prefix+"/rpc", &rpcHandler{w: w, o: opts})
 	mux.HandleFunc("/", notFound)
-	return mux
+	return exactPaths(mux)
 }
 
 // Webhook serves only {prefix}/webhooks/{token}, the route that may be public.
@@ -76,7 +82,7 @@ func Webhook(w worlds.World, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(opts.Prefix+"/webhooks/{token}", &webhookHandler{w: w, o: opts})
 	mux.HandleFunc("/", notFound)
-	return mux
+	return exactPaths(mux)
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
@@ -245,16 +251,13 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		if err := need([2]string{"workflowName", p.WorkflowName}); err != nil {
 			return nil, err
 		}
+		if err := worlds.ValidateStart(h.o.Workflows, p.WorkflowName, p.RunID, p.Input, p.Attributes); err != nil {
+			return nil, err
+		}
 		if p.RunID == "" {
 			p.RunID = h.o.NewRunID()
 		}
-		if _, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: p.WorkflowName, Input: p.Input, Attributes: p.Attributes}); err != nil {
-			return nil, err
-		}
-		if _, err := h.w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: p.WorkflowName, RunID: p.RunID}, worlds.QueueOptions{}); err != nil {
-			return nil, fmt.Errorf("worldhttp: run %s created but not queued: %w", p.RunID, err)
-		}
-		return h.w.GetRun(ctx, p.RunID)
+		return h.start(ctx, p)
 	case "runs.get":
 		if err := need(runID); err != nil {
 			return nil, err
@@ -264,6 +267,9 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Limit: p.Limit, Cursor: p.Cursor})
 	case "runs.cancel":
 		if err := need(runID); err != nil {
+			return nil, err
+		}
+		if err := worlds.ValidateReason(p.Reason); err != nil {
 			return nil, err
 		}
 		evs, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCancelled, Reason: p.Reason})
@@ -294,12 +300,24 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		}
 		return h.w.GetStep(ctx, p.RunID, p.StepID)
 	case "hooks.list":
-		return h.w.ListHooks(ctx, worlds.HookFilter{RunID: p.RunID, Limit: p.Limit, Cursor: p.Cursor})
+		page, err := h.w.ListHooks(ctx, worlds.HookFilter{RunID: p.RunID, Limit: p.Limit, Cursor: p.Cursor})
+		if err != nil {
+			return nil, err
+		}
+		views := worlds.Page[HookView]{Items: make([]HookView, len(page.Items)), Cursor: page.Cursor}
+		for i, hk := range page.Items {
+			views.Items[i] = h.hookView(hk)
+		}
+		return views, nil
 	case "hooks.get":
 		if err := need([2]string{"hookId", p.HookID}); err != nil {
 			return nil, err
 		}
-		return h.w.GetHook(ctx, p.HookID)
+		hk, err := h.w.GetHook(ctx, p.HookID)
+		if err != nil {
+			return nil, err
+		}
+		return h.hookView(hk), nil
 	case "hooks.resume":
 		return worlds.ResumeHook(ctx, h.w, p.Token, p.Payload)
 	case "waits.get":
@@ -319,4 +337,64 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		return h.w.ReadStream(ctx, p.RunID, p.Name, p.From, p.Limit)
 	}
 	return nil, &worlds.ArgumentError{Field: "method", Value: method, Reason: "unknown RPC method"}
+}
+
+// start appends run_created and queues the run's first delivery under the fixed
+// ID start-<runId>. A start retried with the same runId, workflowName and input
+// (after a lost answer, or a queue failure once the run was created) returns the
+// existing run, queued again while it has not started, so the retry is safe;
+// any other start of an existing runId is a conflict matching worlds.ErrRunExists.
+func (h *rpcHandler) start(ctx context.Context, p params) (worlds.Run, error) {
+	_, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: p.WorkflowName, Input: p.Input, Attributes: p.Attributes})
+	if errors.Is(err, worlds.ErrRunExists) {
+		run, gerr := h.w.GetRun(ctx, p.RunID)
+		if gerr != nil || run.WorkflowName != p.WorkflowName || !sameJSON(run.Input, p.Input) {
+			return worlds.Run{}, err
+		}
+		if run.Status != worlds.RunPending {
+			return run, nil
+		}
+	} else if err != nil {
+		return worlds.Run{}, err
+	}
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: p.WorkflowName, RunID: p.RunID}
+	if _, err := h.w.Queue(ctx, in, worlds.QueueOptions{ID: "start-" + p.RunID}); err != nil {
+		return worlds.Run{}, fmt.Errorf("worldhttp: run %s created but not queued (retry runs.start with the same runId and input): %w", p.RunID, err)
+	}
+	return h.w.GetRun(ctx, p.RunID)
+}
+
+// sameJSON reports whether a and b hold the same JSON value; absent and null are
+// the same.
+func sameJSON(a, b json.RawMessage) bool {
+	decode := func(raw json.RawMessage) (any, bool) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			return nil, true
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v) == nil
+	}
+	va, oka := decode(a)
+	vb, okb := decode(b)
+	return oka && okb && reflect.DeepEqual(va, vb)
+}
+
+// HookView is a hook as hooks.get and hooks.list return it: the hook, and its
+// webhook URL when the World knows its public base URL ([worlds.WebhookURLs]).
+type HookView struct {
+	worlds.Hook
+	// WebhookURL is where a POST resumes the hook; empty when unknown or the
+	// hook no longer accepts payloads.
+	WebhookURL string `json:"webhookUrl,omitempty"`
+}
+
+func (h *rpcHandler) hookView(hk worlds.Hook) HookView {
+	v := HookView{Hook: hk}
+	if u, ok := h.w.(worlds.WebhookURLs); ok && hk.Status == worlds.HookActive {
+		v.WebhookURL, _ = u.WebhookURL(hk.Token)
+	}
+	return v
 }

@@ -42,7 +42,7 @@ func (f *fakeWorld) Append(_ context.Context, runID string, evs ...worlds.Event)
 			if f.runs[runID] != nil {
 				return nil, &worlds.EventError{Kind: worlds.ErrConflict, Cause: worlds.ErrRunExists, RunID: runID, Type: evs[i].Type}
 			}
-			f.runs[runID] = &worlds.Run{RunID: runID, WorkflowName: evs[i].WorkflowName, Status: worlds.RunPending}
+			f.runs[runID] = &worlds.Run{RunID: runID, WorkflowName: evs[i].WorkflowName, Input: evs[i].Input, Status: worlds.RunPending}
 		case worlds.EventRunCancelled:
 			r := f.runs[runID]
 			if r == nil {

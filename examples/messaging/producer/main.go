@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/cairn-go/cairn/messaging/conn"
 	"github.com/cairn-go/cairn/messaging/idgen"
@@ -52,16 +51,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	groups, err := idgen.NewKeyBased(idgen.WithFields("body"), idgen.WithHashAlgorithm(idgen.FNV64))
-	if err != nil {
-		return err
-	}
+	groups := idgen.NewKeyBased(idgen.WithFields("tenant"), idgen.WithHashAlgorithm(idgen.FNV64))
 	p, err := producer.New(client, producer.WithGroupIDGenerator(groups),
 		producer.WithDeduplicationIDGenerator(idgen.NewRandom()))
 	if err != nil {
 		return err
 	}
-	id, err := p.Publish(ctx, &sns.PublishInput{TopicArn: std.TopicArn, Message: aws.String("hello")})
+	id, err := p.Publish(ctx, &producer.PublishInput{TopicARN: *std.TopicArn, Message: "hello"})
 	if err != nil {
 		return err
 	}
@@ -72,9 +68,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 
-	var entries []types.PublishBatchRequestEntry
+	var entries []*producer.PublishBatchEntry
 	for i := range 25 {
-		entries = append(entries, types.PublishBatchRequestEntry{Message: aws.String(fmt.Sprint("event ", i))})
+		entries = append(entries, &producer.PublishBatchEntry{Message: fmt.Sprint("event ", i),
+			Attributes: map[string]string{"tenant": fmt.Sprint("tenant-", i%3)}})
 	}
 	res, err := p.PublishAll(ctx, *fifo.TopicArn, entries)
 	if err != nil {

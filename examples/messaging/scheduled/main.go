@@ -1,4 +1,4 @@
-// Command scheduled is the seed's Scheduled Retry (FIFO) program: a failing
+// Command scheduled is loafer-awsx's Scheduled Retry (FIFO) program: a failing
 // handler's messages are re-published later through EventBridge Scheduler
 // and the original is deleted so its MessageGroupId is free at once.
 package main

@@ -11,6 +11,7 @@ type Expr struct {
 	src    string
 	root   *node
 	custom map[string]Func
+	in     *interp // read-only, shared by concurrent searches
 }
 
 // Func is a custom function. It receives the evaluated arguments (expression
@@ -38,6 +39,7 @@ func Compile(expr string, custom ...map[string]Func) (*Expr, error) {
 	if err := e.checkFunctions(root); err != nil {
 		return nil, err
 	}
+	e.in = &interp{custom: e.custom}
 	return e, nil
 }
 
@@ -46,7 +48,7 @@ func (e *Expr) String() string { return e.src }
 
 // Search evaluates the expression against data.
 func (e *Expr) Search(data jsvalue.Value) (jsvalue.Value, error) {
-	return (&interp{custom: e.custom}).visit(e.root, data)
+	return e.in.visit(e.root, data)
 }
 
 type interp struct{ custom map[string]Func }

@@ -123,3 +123,36 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+func TestEmbeddedJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		expr, data    string
+		at, rewritten string
+		ok            bool
+	}{
+		{"body.id", `{"body":"{\"id\":\"ORD-1\"}"}`, "body", "powertools_json(body).id", true},
+		{"detail.body.order.id", `{"detail":{"body":" [1]"}}`, "detail.body", "powertools_json(detail.body).order.id", true},
+		{"id", `"{\"id\":1}"`, "@", "powertools_json(@).id", true},
+		{`"my-body".id`, `{"my-body":"{}"}`, `"my-body"`, `powertools_json("my-body").id`, true},
+		{"body[0]", `"[1]"`, "@", "", true},
+		{"body.id", `{"body":"plain text"}`, "", "", false},
+		{"body.id", `{"body":"{not json"}`, "", "", false},
+		{"body.id", `{"body":{"id":null}}`, "", "", false},
+		{"body.id", `{"other":1}`, "", "", false},
+		{"body[0]", `{"body":"[1]"}`, "", "", false},
+	} {
+		e, err := Compile(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := jsvalue.Parse([]byte(tc.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, rewritten, ok := e.EmbeddedJSON(v)
+		if at != tc.at || rewritten != tc.rewritten || ok != tc.ok {
+			t.Errorf("%s on %s: got %q %q %v, want %q %q %v", tc.expr, tc.data, at, rewritten, ok, tc.at, tc.rewritten, tc.ok)
+		}
+	}
+}

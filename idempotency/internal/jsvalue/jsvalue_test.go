@@ -1,6 +1,7 @@
 package jsvalue
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -72,7 +73,7 @@ func TestParseRejects(t *testing.T) {
 // point, and agrees with encoding/json on the decoded value wherever both decoders
 // define the same value.
 func FuzzCanonicalRoundTrip(f *testing.F) {
-	for _, s := range []string{`{"b":1,"B":2,"a":[1,{"y":1,"X":2}]}`, `"\ud800x"`, `[-0,1e21,1e-7,0.1]`, `{"__proto__":1}`, `12345678901234567890`, `"\u2028<>&"`, `{"10":1,"9":2}`} {
+	for _, s := range []string{`{"b":1,"B":2,"a":[1,{"y":1,"X":2}]}`, `"\ud800x"`, `[-0,1e21,1e-7,0.1]`, `{"__proto__":1}`, `12345678901234567890`, `"\u2028<>&"`, `{"10":1,"9":2}`, `{"É":1,"e":2,"a":3,"1":0,"_":4,"Z":5}`, `{"b":{"D":[{"c":1,"C":2}],"d":null},"a":"é\u00e9"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -80,9 +81,17 @@ func FuzzCanonicalRoundTrip(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, ok := Stringify(DeepSort(v))
+		out, ok := AppendCanonical(nil, v)
 		if !ok {
 			t.Fatal("undefined from parsed JSON")
+		}
+		if want, _ := Stringify(DeepSort(v)); string(out) != string(want) {
+			t.Fatalf("AppendCanonical differs from Stringify(DeepSort):\n got %s\nwant %s", out, want)
+		}
+		if len(data) > 1 && data[0] == '"' && data[len(data)-1] == '"' && !bytes.ContainsAny(data, "\\\x00") {
+			if want := FromGo(string(data[1 : len(data)-1])); v.S != want {
+				t.Fatalf("string %q parsed as %q, want %q", data, v.S, want)
+			}
 		}
 		if !utf8.Valid(out) {
 			t.Fatalf("output is not UTF-8: %q", out)
@@ -91,7 +100,7 @@ func FuzzCanonicalRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("output %q does not re-parse: %v", out, err)
 		}
-		out2, _ := Stringify(DeepSort(v2))
+		out2, _ := AppendCanonical(nil, v2)
 		if string(out2) != string(out) {
 			t.Fatalf("not a fixed point:\n%s\n%s", out, out2)
 		}
@@ -111,8 +120,23 @@ func FuzzCanonicalRoundTrip(f *testing.F) {
 	})
 }
 
+// jsNumberString is Number::toString by a second route: strconv's shortest digits,
+// plain for 1e-6 <= |x| < 1e21 and otherwise exponential without exponent padding.
+func jsNumberString(x float64) string {
+	if x == 0 {
+		return "0"
+	}
+	if a := math.Abs(x); a >= 1e-6 && a < 1e21 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(x, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	sign, digits := exp[:1], strings.TrimLeft(exp[1:], "0")
+	return mant + "e" + sign + digits
+}
+
 func FuzzFormatNumber(f *testing.F) {
-	for _, x := range []float64{0, 1, -1.5, 1e21, 1e-7, 5e-324, math.MaxFloat64, 0.1 + 0.2} {
+	for _, x := range []float64{0, 1, -1.5, 1e21, 1e-7, 5e-324, math.MaxFloat64, 0.1 + 0.2, 1e-6, 123456789012345680000, 9007199254740993, -9007199254740991, 0.000001234, 1.5e300} {
 		f.Add(x)
 	}
 	f.Fuzz(func(t *testing.T, x float64) {
@@ -120,6 +144,9 @@ func FuzzFormatNumber(f *testing.F) {
 			return
 		}
 		s := FormatNumber(x)
+		if want := jsNumberString(x); s != want {
+			t.Fatalf("FormatNumber(%v) = %s, want %s", x, s, want)
+		}
 		back, err := strconv.ParseFloat(s, 64)
 		if err != nil || (back != x && !(x == 0 && back == 0)) {
 			t.Fatalf("FormatNumber(%v) = %s does not round-trip (%v, %v)", x, s, back, err)
@@ -162,5 +189,19 @@ func TestLowercaseMatchesNode(t *testing.T) {
 				t.Errorf("U+%04X lowercases to %q, Node gives %q", cp, got, want)
 			}
 		}
+	}
+}
+
+func BenchmarkParseCanonical(b *testing.B) {
+	data := []byte(`{"id":"ORD-123","amount":42,"items":[{"sku":"A","qty":1},{"sku":"B","qty":2}]}`)
+	b.ReportAllocs()
+	var c Canonicalizer
+	var buf []byte
+	for b.Loop() {
+		v, err := ParseOwned(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf, _ = c.Append(buf[:0], v)
 	}
 }

@@ -3,8 +3,12 @@ package jsvalue
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // ErrSyntax reports input that JSON.parse would reject.
@@ -18,16 +22,39 @@ const maxDepth = 10000
 // U+FFFD), then JSON.parse runs: numbers become doubles (out of range is ±Infinity),
 // duplicate keys keep the first position and the last value.
 func Parse(data []byte) (Value, error) {
-	return parse(parser{data: data})
+	return parse(data, string(data), false)
+}
+
+// ParseOwned is Parse for a buffer the caller hands over: strings in the result share
+// its memory instead of being copied, so data must never be modified afterwards.
+func ParseOwned(data []byte) (Value, error) {
+	return parse(data, unsafe.String(unsafe.SliceData(data), len(data)), false)
 }
 
 // ParseWTF8 is Parse for text that came from a JavaScript string (WTF-8, which may
 // hold lone surrogates), as JSON.parse(string) sees it.
 func ParseWTF8(data []byte) (Value, error) {
-	return parse(parser{data: data, wtf8: true})
+	return parse(data, string(data), true)
 }
 
-func parse(p parser) (Value, error) {
+// parsers recycles parsers for their scratch stacks.
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
+// maxPooledScratch keeps one huge document from pinning its stacks in the pool.
+const maxPooledScratch = 4096
+
+func parse(data []byte, src string, wtf8 bool) (Value, error) {
+	p := parsers.Get().(*parser)
+	p.data, p.src, p.pos, p.wtf8 = data, src, 0, wtf8
+	defer func() {
+		// Drop references into the document before pooling.
+		clear(p.members[:p.usedMembers])
+		clear(p.items[:p.usedItems])
+		p.data, p.src, p.usedMembers, p.usedItems = nil, "", 0, 0
+		if cap(p.members) <= maxPooledScratch && cap(p.items) <= maxPooledScratch {
+			parsers.Put(p)
+		}
+	}()
 	p.ws()
 	v, err := p.value(0)
 	if err != nil {
@@ -42,8 +69,15 @@ func parse(p parser) (Value, error) {
 
 type parser struct {
 	data []byte
+	src  string // data as a string: strings without escapes are substrings of it
 	pos  int
 	wtf8 bool
+	// members and items are stacks of the objects and arrays being parsed, so each
+	// finished one is copied once into a slice of exactly its size.
+	members []Member
+	items   []Value
+	// usedMembers and usedItems are the stacks' high-water marks, to clear on reuse.
+	usedMembers, usedItems int
 }
 
 func (p *parser) fail(msg string) error {
@@ -102,12 +136,16 @@ func (p *parser) value(depth int) (Value, error) {
 
 func (p *parser) object(depth int) (Value, error) {
 	p.pos++ // {
-	o := NewObj()
 	p.ws()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return ObjectOf(o), nil
+		return ObjectOf(NewObj()), nil
 	}
+	// Members collect on p.members until the object ends or grows past indexFrom,
+	// where it switches to an Obj with an index so duplicate detection stays linear.
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
+	var o *Obj
 	for {
 		p.ws()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -127,7 +165,25 @@ func (p *parser) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		o.Define(k, v)
+		switch {
+		case o != nil:
+			o.Define(k, v)
+		default:
+			dup := false
+			for i := base; i < len(p.members); i++ {
+				if p.members[i].Key == k {
+					p.members[i].Val, dup = v, true // first position, last value
+					break
+				}
+			}
+			if !dup {
+				p.members = append(p.members, Member{Key: k, Val: v})
+				p.usedMembers = max(p.usedMembers, len(p.members))
+			}
+			if len(p.members)-base > indexFrom {
+				o = newObjOf(slices.Clone(p.members[base:]))
+			}
+		}
 		p.ws()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail("unterminated object")
@@ -137,6 +193,9 @@ func (p *parser) object(depth int) (Value, error) {
 			p.pos++
 		case '}':
 			p.pos++
+			if o == nil {
+				o = ObjFrom(p.members[base:])
+			}
 			return ObjectOf(o), nil
 		default:
 			return Value{}, p.fail("expected ',' or '}'")
@@ -146,19 +205,21 @@ func (p *parser) object(depth int) (Value, error) {
 
 func (p *parser) array(depth int) (Value, error) {
 	p.pos++ // [
-	items := []Value{}
 	p.ws()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return ArrayOf(items), nil
+		return ArrayOf(nil), nil
 	}
+	base := len(p.items)
+	defer func() { p.items = p.items[:base] }()
 	for {
 		p.ws()
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return Value{}, err
 		}
-		items = append(items, v)
+		p.items = append(p.items, v)
+		p.usedItems = max(p.usedItems, len(p.items))
 		p.ws()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail("unterminated array")
@@ -168,7 +229,7 @@ func (p *parser) array(depth int) (Value, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return ArrayOf(items), nil
+			return ArrayOf(slices.Clone(p.items[base:])), nil
 		default:
 			return Value{}, p.fail("expected ',' or ']'")
 		}
@@ -211,7 +272,7 @@ func (p *parser) number() (Value, error) {
 	}
 	// ParseFloat rounds correctly like JSON.parse; overflow yields ±Inf with ErrRange,
 	// which is what JavaScript holds too.
-	f, err := strconv.ParseFloat(string(d[start:p.pos]), 64)
+	f, err := strconv.ParseFloat(p.src[start:p.pos], 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return Value{}, p.fail("invalid number")
 	}
@@ -221,8 +282,27 @@ func (p *parser) number() (Value, error) {
 // str parses a JSON string starting at the opening quote and returns it as WTF-8.
 func (p *parser) str() (string, error) {
 	p.pos++ // "
-	var units []uint16
 	d := p.data
+	// Fast path: no escapes and valid UTF-8 decode to themselves (the WHATWG decoder
+	// changes only invalid sequences), so the string is a substring of the input.
+	ascii := true
+	for i := p.pos; i < len(d); i++ {
+		c := d[i]
+		if c == '"' {
+			if seg := p.src[p.pos:i]; ascii || utf8.ValidString(seg) {
+				p.pos = i + 1
+				return seg, nil
+			}
+			break
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		if c >= 0x80 {
+			ascii = false
+		}
+	}
+	var units []uint16
 	for {
 		if p.pos >= len(d) {
 			return "", p.fail("unterminated string")

@@ -1,10 +1,11 @@
 package jsvalue
 
 import (
+	"bytes"
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
-	"strings"
 	"unicode"
 )
 
@@ -31,7 +32,7 @@ func appendValue(b []byte, v Value) []byte {
 		if math.IsNaN(v.N) || math.IsInf(v.N, 0) {
 			return append(b, "null"...)
 		}
-		return append(b, FormatNumber(v.N)...)
+		return AppendNumber(b, v.N)
 	case String:
 		return AppendQuoted(b, v.S)
 	case Array:
@@ -46,18 +47,17 @@ func appendValue(b []byte, v Value) []byte {
 	default:
 		b = append(b, '{')
 		first := true
-		for _, k := range v.Obj.Keys() {
-			e, _ := v.Obj.Get(k)
-			if e.Kind == Undefined || e.Kind == Function {
+		for _, m := range v.Obj.Members() {
+			if m.Val.Kind == Undefined || m.Val.Kind == Function {
 				continue
 			}
 			if !first {
 				b = append(b, ',')
 			}
 			first = false
-			b = AppendQuoted(b, k)
+			b = AppendQuoted(b, m.Key)
 			b = append(b, ':')
-			b = appendValue(b, e)
+			b = appendValue(b, m.Val)
 		}
 		return append(b, '}')
 	}
@@ -109,93 +109,210 @@ func AppendQuoted(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// FormatNumber implements ECMAScript Number::toString(10) for finite values: the
-// shortest digits that round-trip, in plain notation when the decimal exponent is in
-// [-7, 21), otherwise as d.ddde±x. -0 formats as "0".
+// FormatNumber implements ECMAScript Number::toString(10): the shortest digits that
+// round-trip, in plain notation when the decimal exponent is in [-7, 21), otherwise
+// as d.ddde±x. -0 formats as "0".
 func FormatNumber(f float64) string {
-	if f == 0 {
-		return "0"
-	}
-	if math.IsNaN(f) {
+	switch {
+	case math.IsNaN(f):
 		return "NaN"
-	}
-	if math.IsInf(f, 1) {
+	case math.IsInf(f, 1):
 		return "Infinity"
-	}
-	if math.IsInf(f, -1) {
+	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	neg := f < 0
-	if neg {
-		f = -f
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±xx
-	mant, expStr, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	exp, _ := strconv.Atoi(expStr)
-	k := len(digits)
-	n := exp + 1
-	var sb strings.Builder
-	if neg {
-		sb.WriteByte('-')
-	}
-	switch {
-	case k <= n && n <= 21:
-		sb.WriteString(digits)
-		sb.WriteString(strings.Repeat("0", n-k))
-	case 0 < n && n <= 21:
-		sb.WriteString(digits[:n])
-		sb.WriteByte('.')
-		sb.WriteString(digits[n:])
-	case -6 < n && n <= 0:
-		sb.WriteString("0.")
-		sb.WriteString(strings.Repeat("0", -n))
-		sb.WriteString(digits)
-	default:
-		sb.WriteByte(digits[0])
-		if k > 1 {
-			sb.WriteByte('.')
-			sb.WriteString(digits[1:])
-		}
-		sb.WriteByte('e')
-		if n-1 >= 0 {
-			sb.WriteByte('+')
-		}
-		sb.WriteString(strconv.Itoa(n - 1))
-	}
-	return sb.String()
+	var buf [32]byte
+	return string(AppendNumber(buf[:0], f))
 }
 
-// DeepSort reproduces the TypeScript deepSort: every object is rebuilt with its keys
-// sorted by a.toLowerCase() < b.toLowerCase() (V8's sort is stable, so keys whose
-// lowercase forms are equal keep their Object.keys order) and assigned with
-// acc[key] = value, which drops "__proto__". Arrays keep their order.
-func DeepSort(v Value) Value {
+// AppendNumber appends FormatNumber(f) for a finite f.
+func AppendNumber(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0')
+	}
+	// Integers below 2^53 print as their digits in both languages.
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	if f < 0 {
+		b = append(b, '-')
+		f = -f
+	}
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64) // d.ddde±xx
+	at := bytes.IndexByte(e, 'e')
+	mant, expPart := e[:at], e[at+1:]
+	exp, _ := strconv.Atoi(string(expPart))
+	var dbuf [24]byte
+	digits := append(dbuf[:0], mant[0])
+	if len(mant) > 2 {
+		digits = append(digits, mant[2:]...)
+	}
+	k := len(digits)
+	n := exp + 1
+	switch {
+	case k <= n && n <= 21:
+		b = append(b, digits...)
+		for range n - k {
+			b = append(b, '0')
+		}
+	case 0 < n && n <= 21:
+		b = append(b, digits[:n]...)
+		b = append(b, '.')
+		b = append(b, digits[n:]...)
+	case -6 < n && n <= 0:
+		b = append(b, '0', '.')
+		for range -n {
+			b = append(b, '0')
+		}
+		b = append(b, digits...)
+	default:
+		b = append(b, digits[0])
+		if k > 1 {
+			b = append(b, '.')
+			b = append(b, digits[1:]...)
+		}
+		b = append(b, 'e')
+		if n-1 >= 0 {
+			b = append(b, '+')
+		}
+		b = strconv.AppendInt(b, int64(n-1), 10)
+	}
+	return b
+}
+
+// AppendCanonical appends JSON.stringify(deepSort(v)), the TypeScript library's
+// canonical form, without building the sorted copy: every object's keys are written
+// as deepSort leaves them (array-index keys ascending, then the rest sorted by
+// a.toLowerCase() < b.toLowerCase(), ties in Object.keys order, "__proto__" dropped).
+// ok is false when v is undefined.
+func AppendCanonical(b []byte, v Value) (out []byte, ok bool) {
+	var c Canonicalizer
+	return c.Append(b, v)
+}
+
+// Canonicalizer is AppendCanonical with reusable scratch space, for callers that
+// pool it. The zero value is ready to use; it is not safe for concurrent use.
+type Canonicalizer struct {
+	order []int32 // stack of member positions being ordered, shared by nested objects
+}
+
+// Append is AppendCanonical.
+func (c *Canonicalizer) Append(b []byte, v Value) (out []byte, ok bool) {
+	if v.Kind == Undefined || v.Kind == Function {
+		return b, false
+	}
+	c.order = c.order[:0]
+	return c.value(b, v), true
+}
+
+func (c *Canonicalizer) value(b []byte, v Value) []byte {
 	switch v.Kind {
 	case Array:
-		out := make([]Value, len(v.Arr))
+		b = append(b, '[')
 		for i, e := range v.Arr {
-			out[i] = DeepSort(e)
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = c.value(b, e)
 		}
-		return ArrayOf(out)
+		return append(b, ']')
 	case Object:
-		keys := v.Obj.Keys()
-		lower := make(map[string][]uint16, len(keys))
-		for _, k := range keys {
-			lower[k] = ToUTF16(ToLowerJS(k))
-		}
-		sort.SliceStable(keys, func(i, j int) bool {
-			return CompareUTF16(lower[keys[i]], lower[keys[j]]) < 0
-		})
-		o := NewObj()
-		for _, k := range keys {
-			e, _ := v.Obj.Get(k)
-			o.Assign(k, DeepSort(e))
-		}
-		return ObjectOf(o)
 	default:
-		return v
+		return appendValue(b, v)
 	}
+	members := v.Obj.members
+	base := len(c.order)
+	nonASCII := false
+	for i, m := range members {
+		if m.Key == "__proto__" {
+			continue
+		}
+		if !nonASCII {
+			for j := 0; j < len(m.Key); j++ {
+				if m.Key[j] >= 0x80 {
+					nonASCII = true
+					break
+				}
+			}
+		}
+		c.order = append(c.order, int32(i))
+	}
+	seg := c.order[base:]
+	// Array-index keys first, ascending; the rest after them, in insertion order.
+	nIdx := 0
+	if v.Obj.hasIndex {
+		slices.SortStableFunc(seg, func(x, y int32) int {
+			ax, xi := arrayIndex(members[x].Key)
+			ay, yi := arrayIndex(members[y].Key)
+			switch {
+			case xi && yi:
+				return cmp.Compare(ax, ay)
+			case xi:
+				return -1
+			case yi:
+				return 1
+			}
+			return 0
+		})
+		for nIdx < len(seg) {
+			if _, ok := arrayIndex(members[seg[nIdx]].Key); !ok {
+				break
+			}
+			nIdx++
+		}
+	}
+	rest := seg[nIdx:]
+	if nonASCII {
+		lower := make(map[int32][]uint16, len(rest))
+		for _, i := range rest {
+			lower[i] = ToUTF16(ToLowerJS(members[i].Key))
+		}
+		slices.SortStableFunc(rest, func(x, y int32) int { return CompareUTF16(lower[x], lower[y]) })
+	} else {
+		// Insertion sort: stable, allocation-free and fastest for the few keys of a
+		// typical payload.
+		for i := 1; i < len(rest); i++ {
+			for j := i; j > 0 && compareLowerASCII(members[rest[j-1]].Key, members[rest[j]].Key) > 0; j-- {
+				rest[j-1], rest[j] = rest[j], rest[j-1]
+			}
+		}
+	}
+	b = append(b, '{')
+	first := true
+	for _, i := range seg {
+		m := &members[i]
+		if m.Val.Kind == Undefined || m.Val.Kind == Function {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = AppendQuoted(b, m.Key)
+		b = append(b, ':')
+		b = c.value(b, m.Val)
+	}
+	c.order = c.order[:base]
+	return append(b, '}')
+}
+
+// compareLowerASCII compares ASCII strings as JavaScript compares their
+// toLowerCase() forms.
+func compareLowerASCII(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return int(x) - int(y)
+		}
+	}
+	return len(a) - len(b)
 }
 
 // CompareUTF16 orders code unit sequences the way JavaScript's < orders strings.

@@ -2,6 +2,7 @@ package jsvalue
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -88,21 +89,121 @@ func (v Value) Truthy() bool {
 }
 
 // Obj is a JavaScript ordinary object holding own enumerable data properties.
+//
+// Properties live in one slice in insertion order; lookups scan it while the object
+// is small and use an index map once it grows, so parsing a typical request payload
+// allocates the slice and nothing else.
 type Obj struct {
-	keys []string
-	vals map[string]Value
+	members  []Member
+	index    map[string]int // nil until len(members) > indexFrom
+	hasIndex bool           // some key is an array index, so Keys order differs from insertion order
 }
 
+// Member is one own property.
+type Member struct {
+	Key string
+	Val Value
+}
+
+// indexFrom is the property count above which Obj keeps an index map.
+const indexFrom = 16
+
 // NewObj returns an empty object.
-func NewObj() *Obj { return &Obj{vals: map[string]Value{}} }
+func NewObj() *Obj { return &Obj{} }
+
+// ObjFrom returns an object holding a copy of members, which must have distinct
+// keys, in that order. Small objects are allocated together with their members, in
+// one allocation.
+func ObjFrom(members []Member) *Obj {
+	var o *Obj
+	var dst []Member
+	switch n := len(members); {
+	case n <= 2:
+		x := &struct {
+			o Obj
+			a [2]Member
+		}{}
+		o, dst = &x.o, x.a[:n]
+	case n <= 4:
+		x := &struct {
+			o Obj
+			a [4]Member
+		}{}
+		o, dst = &x.o, x.a[:n]
+	case n <= 8:
+		x := &struct {
+			o Obj
+			a [8]Member
+		}{}
+		o, dst = &x.o, x.a[:n]
+	default:
+		return newObjOf(slices.Clone(members))
+	}
+	copy(dst, members)
+	o.members = dst
+	for _, m := range dst {
+		if _, ok := arrayIndex(m.Key); ok {
+			o.hasIndex = true
+			break
+		}
+	}
+	return o
+}
+
+// newObjOf returns an object that takes ownership of members (distinct keys).
+func newObjOf(members []Member) *Obj {
+	o := &Obj{members: members}
+	for _, m := range members {
+		if _, ok := arrayIndex(m.Key); ok {
+			o.hasIndex = true
+			break
+		}
+	}
+	if len(members) > indexFrom {
+		o.buildIndex()
+	}
+	return o
+}
+
+func (o *Obj) buildIndex() {
+	o.index = make(map[string]int, len(o.members))
+	for i, m := range o.members {
+		o.index[m.Key] = i
+	}
+}
+
+func (o *Obj) find(key string) int {
+	if o.index != nil {
+		if i, ok := o.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range o.members {
+		if o.members[i].Key == key {
+			return i
+		}
+	}
+	return -1
+}
 
 // Define creates or replaces an own property the way JSON.parse and object spread do
 // (CreateDataProperty): an existing key keeps its position, "__proto__" is an ordinary key.
 func (o *Obj) Define(key string, v Value) {
-	if _, ok := o.vals[key]; !ok {
-		o.keys = append(o.keys, key)
+	if i := o.find(key); i >= 0 {
+		o.members[i].Val = v
+		return
 	}
-	o.vals[key] = v
+	if !o.hasIndex {
+		_, o.hasIndex = arrayIndex(key)
+	}
+	o.members = append(o.members, Member{Key: key, Val: v})
+	switch {
+	case o.index != nil:
+		o.index[key] = len(o.members) - 1
+	case len(o.members) > indexFrom:
+		o.buildIndex()
+	}
 }
 
 // Assign performs obj[key] = v on an object whose prototype is Object.prototype:
@@ -117,42 +218,57 @@ func (o *Obj) Assign(key string, v Value) {
 
 // Get returns an own property.
 func (o *Obj) Get(key string) (Value, bool) {
-	v, ok := o.vals[key]
-	return v, ok
+	if i := o.find(key); i >= 0 {
+		return o.members[i].Val, true
+	}
+	return Value{}, false
 }
 
 // Len returns the number of own properties.
-func (o *Obj) Len() int { return len(o.keys) }
+func (o *Obj) Len() int { return len(o.members) }
 
-// Keys returns the own property keys in the order Object.keys returns them: array
-// indices ascending, then the rest in insertion order.
-func (o *Obj) Keys() []string {
-	var idx []string
-	var rest []string
-	for _, k := range o.keys {
-		if _, ok := arrayIndex(k); ok {
-			idx = append(idx, k)
-		} else {
-			rest = append(rest, k)
+// Members returns the own properties in the order Object.keys returns them: array
+// indices ascending, then the rest in insertion order. The result must not be
+// modified; it is the object's own slice unless some key is an array index.
+func (o *Obj) Members() []Member {
+	if !o.hasIndex {
+		return o.members
+	}
+	out := make([]Member, 0, len(o.members))
+	for _, m := range o.members {
+		if _, ok := arrayIndex(m.Key); ok {
+			out = append(out, m)
 		}
 	}
-	if len(idx) == 0 {
-		return rest
-	}
-	sort.Slice(idx, func(i, j int) bool {
-		a, _ := arrayIndex(idx[i])
-		b, _ := arrayIndex(idx[j])
+	sort.SliceStable(out, func(i, j int) bool {
+		a, _ := arrayIndex(out[i].Key)
+		b, _ := arrayIndex(out[j].Key)
 		return a < b
 	})
-	return append(idx, rest...)
+	for _, m := range o.members {
+		if _, ok := arrayIndex(m.Key); !ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
-// Values returns the own property values in Keys order.
+// Keys returns the own property keys in Members order.
+func (o *Obj) Keys() []string {
+	ms := o.Members()
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Key
+	}
+	return out
+}
+
+// Values returns the own property values in Members order.
 func (o *Obj) Values() []Value {
-	keys := o.Keys()
-	out := make([]Value, len(keys))
-	for i, k := range keys {
-		out[i] = o.vals[k]
+	ms := o.Members()
+	out := make([]Value, len(ms))
+	for i, m := range ms {
+		out[i] = m.Val
 	}
 	return out
 }

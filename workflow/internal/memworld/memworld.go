@@ -51,6 +51,10 @@ type Option func(*World)
 // DuplicateDeliveries makes Serve run every delivery twice, concurrently.
 func DuplicateDeliveries() Option { return func(w *World) { w.dup = true } }
 
+// Clock makes the World read the time from now instead of time.Now: event times,
+// due times and which deliveries RunOne finds due follow it.
+func Clock(now func() time.Time) Option { return func(w *World) { w.clock = now } }
+
 // New returns an empty World.
 func New(opts ...Option) *World {
 	w := &World{

@@ -1,0 +1,529 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/types/typeutil"
+)
+
+// workflowPath is the import path of the package whose Context marks workflow code.
+const workflowPath = "github.com/cairn-go/cairn/workflow"
+
+// directive is the comment prefix that accepts a finding.
+const directive = "//cairnvet:ignore"
+
+// Analyzer reports nondeterministic operations and I/O in cairn workflow code.
+var Analyzer = &analysis.Analyzer{
+	Name: "cairnvet",
+	Doc: `report nondeterminism and I/O in cairn workflow code
+
+Workflow code (functions taking a workflow.Context, such as the Run method of a
+workflow.Workflow, and the same-package functions they call) is replayed from the
+run's event log, so it must not read the clock, draw random numbers, start
+goroutines, use channels or select, range over maps, or do I/O outside a step.`,
+	URL: "https://pkg.go.dev/github.com/cairn-go/cairn/cmd/cairnvet",
+	Run: run,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	if pass.Pkg.Path() == workflowPath || !importsWorkflow(pass.Pkg) {
+		return nil, nil
+	}
+	c := &checker{
+		pass:     pass,
+		decls:    map[*types.Func]*ast.FuncDecl{},
+		steps:    map[*ast.FuncLit]bool{},
+		rootLits: map[*ast.FuncLit]bool{},
+		visited:  map[*ast.FuncDecl]bool{},
+		ignored:  map[token.Position]bool{},
+		skipOps:  map[ast.Node]bool{},
+	}
+	c.index()
+	c.check()
+	return nil, nil
+}
+
+func importsWorkflow(pkg *types.Package) bool {
+	for _, imp := range pkg.Imports() {
+		if imp.Path() == workflowPath {
+			return true
+		}
+	}
+	return false
+}
+
+type checker struct {
+	pass *analysis.Pass
+	// decls maps the package's functions and methods to their declarations, the
+	// nodes of the call graph.
+	decls map[*types.Func]*ast.FuncDecl
+	// steps holds the function literals passed to workflow operations as steps.
+	steps map[*ast.FuncLit]bool
+	// roots are the declarations and literals whose first parameter is a
+	// workflow.Context, in source order; rootLits marks the literals among them.
+	roots    []ast.Node
+	rootLits map[*ast.FuncLit]bool
+	visited  map[*ast.FuncDecl]bool
+	// ignored holds the file and line of every finding a directive accepts.
+	ignored map[token.Position]bool
+	// skipOps holds the channel operations of select cases, reported with their
+	// select statement.
+	skipOps map[ast.Node]bool
+}
+
+// index finds the declarations, step arguments, roots and directives of the package.
+func (c *checker) index() {
+	info := c.pass.TypesInfo
+	for _, f := range c.pass.Files {
+		c.indexDirectives(f)
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				if fn, ok := info.Defs[n.Name].(*types.Func); ok && n.Body != nil {
+					c.decls[fn] = n
+					if isWorkflowSig(fn.Signature()) {
+						c.roots = append(c.roots, n)
+					}
+				}
+			case *ast.FuncLit:
+				if sig, ok := info.TypeOf(n).(*types.Signature); ok && isWorkflowSig(sig) {
+					c.roots = append(c.roots, n)
+					c.rootLits[n] = true
+				}
+			case *ast.CallExpr:
+				c.indexSteps(n)
+			}
+			return true
+		})
+	}
+}
+
+// indexSteps marks the function literals passed to a workflow operation for a
+// parameter of type func(context.Context, ...): the runtime runs them as steps
+// (Step and Go), never as workflow code.
+func (c *checker) indexSteps(call *ast.CallExpr) {
+	fn, ok := typeutil.Callee(c.pass.TypesInfo, call).(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != workflowPath {
+		return
+	}
+	ft := c.pass.TypesInfo.TypeOf(call.Fun)
+	if ft == nil {
+		return
+	}
+	sig, ok := ft.Underlying().(*types.Signature)
+	if !ok {
+		return
+	}
+	params := sig.Params()
+	for i, arg := range call.Args {
+		var t types.Type
+		switch {
+		case i < params.Len()-1 || (i == params.Len()-1 && !sig.Variadic()):
+			t = params.At(i).Type()
+		case sig.Variadic() && params.Len() > 0:
+			t = params.At(params.Len() - 1).Type()
+			if s, ok := t.(*types.Slice); ok && !call.Ellipsis.IsValid() {
+				t = s.Elem()
+			}
+		}
+		lit, ok := ast.Unparen(arg).(*ast.FuncLit)
+		if !ok {
+			// A named function or method value is not called here, and any other
+			// expression (a step factory's call) is evaluated in workflow code.
+			continue
+		}
+		if fsig, ok := types.Unalias(t).(*types.Signature); ok && fsig.Params().Len() > 0 && isNamed(fsig.Params().At(0).Type(), "context", "Context") {
+			c.steps[lit] = true
+		}
+	}
+}
+
+// indexDirectives records the lines that ignore directives accept: the directive's
+// own line when it trails code, the next line when it stands alone.
+func (c *checker) indexDirectives(f *ast.File) {
+	fset := c.pass.Fset
+	var src []byte
+	if c.pass.ReadFile != nil {
+		src, _ = c.pass.ReadFile(fset.File(f.FileStart).Name())
+	}
+	for _, group := range f.Comments {
+		for _, cm := range group.List {
+			reason, ok := directiveReason(cm.Text)
+			if !ok {
+				continue
+			}
+			if reason == "" {
+				c.pass.Reportf(cm.Pos(), "%s needs a reason: %s <why this is deterministic>", directive, directive)
+				continue
+			}
+			pos := fset.Position(cm.Pos())
+			line := pos
+			line.Column, line.Offset = 0, 0
+			if standalone(src, pos) {
+				line.Line++
+			}
+			c.ignored[line] = true
+		}
+	}
+}
+
+// directiveReason reports whether text is an ignore directive and returns its reason.
+func directiveReason(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, directive)
+	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// standalone reports whether only blanks precede the comment at pos on its line.
+// Without the source it treats the comment as standing alone.
+func standalone(src []byte, pos token.Position) bool {
+	if src == nil || pos.Offset > len(src) {
+		return true
+	}
+	start := bytes.LastIndexByte(src[:pos.Offset], '\n') + 1
+	return len(bytes.TrimSpace(src[start:pos.Offset])) == 0
+}
+
+// hasDirective reports whether a doc comment holds an ignore directive with a reason.
+func hasDirective(doc *ast.CommentGroup) bool {
+	if doc == nil {
+		return false
+	}
+	for _, cm := range doc.List {
+		if reason, ok := directiveReason(cm.Text); ok && reason != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// isWorkflowSig reports whether a function's first parameter is a workflow.Context.
+func isWorkflowSig(sig *types.Signature) bool {
+	return sig.Params().Len() > 0 && isNamed(sig.Params().At(0).Type(), workflowPath, "Context")
+}
+
+// isStepSig reports whether a function has the shape of a step,
+// func(context.Context, I) (O, error).
+func isStepSig(sig *types.Signature) bool {
+	return sig.Params().Len() == 2 && isNamed(sig.Params().At(0).Type(), "context", "Context") &&
+		sig.Results().Len() == 2 && types.Identical(sig.Results().At(1).Type(), types.Universe.Lookup("error").Type())
+}
+
+func isNamed(t types.Type, path, name string) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok {
+		return false
+	}
+	obj := n.Obj()
+	return obj.Name() == name && obj.Pkg() != nil && obj.Pkg().Path() == path
+}
+
+// work is a function body to check: a root, named by name, or a function reached
+// from the root named from.
+type work struct {
+	body       *ast.BlockStmt
+	name, from string
+}
+
+// check walks every root and, breadth first, the same-package functions they call.
+func (c *checker) check() {
+	var queue []work
+	for _, root := range c.roots {
+		switch root := root.(type) {
+		case *ast.FuncDecl:
+			c.visited[root] = true
+			if !hasDirective(root.Doc) {
+				queue = append(queue, work{body: root.Body, name: declName(root)})
+			}
+		case *ast.FuncLit:
+			p := c.pass.Fset.Position(root.Pos())
+			queue = append(queue, work{body: root.Body, name: fmt.Sprintf("the workflow function literal at %s:%d", filepath.Base(p.Filename), p.Line)})
+		}
+	}
+	for len(queue) > 0 {
+		w := queue[0]
+		queue = queue[1:]
+		for _, callee := range c.walk(w) {
+			if c.visited[callee] {
+				continue
+			}
+			c.visited[callee] = true
+			if hasDirective(callee.Doc) {
+				continue
+			}
+			from := w.from
+			if from == "" {
+				from = w.name
+			}
+			queue = append(queue, work{body: callee.Body, from: from})
+		}
+	}
+}
+
+// declName names a function or method declaration as T.M or F.
+func declName(d *ast.FuncDecl) string {
+	if d.Recv == nil || len(d.Recv.List) == 0 {
+		return d.Name.Name
+	}
+	if t := recvTypeName(d.Recv.List[0].Type); t != "" {
+		return t + "." + d.Name.Name
+	}
+	return d.Name.Name
+}
+
+// recvTypeName returns the type name of a receiver: T for T, *T, T[P] and (*T).
+func recvTypeName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.StarExpr:
+		return recvTypeName(x.X)
+	case *ast.ParenExpr:
+		return recvTypeName(x.X)
+	case *ast.IndexExpr:
+		return recvTypeName(x.X)
+	case *ast.IndexListExpr:
+		return recvTypeName(x.X)
+	}
+	return ""
+}
+
+// walk reports the findings in one body and returns the same-package functions it
+// calls.
+func (c *checker) walk(w work) []*ast.FuncDecl {
+	info := c.pass.TypesInfo
+	var callees []*ast.FuncDecl
+	seen := map[*ast.Ident]bool{}
+	calledLits := map[*ast.FuncLit]bool{}
+	report := func(n ast.Node, format string, args ...any) {
+		pos := c.pass.Fset.Position(n.Pos())
+		pos.Column, pos.Offset = 0, 0
+		if c.ignored[pos] {
+			return
+		}
+		msg := fmt.Sprintf(format, args...)
+		if w.from != "" {
+			msg += " (reached from " + w.from + ")"
+		}
+		c.pass.Report(analysis.Diagnostic{Pos: n.Pos(), End: n.End(), Message: msg})
+	}
+	ast.Inspect(w.body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			if c.steps[n] {
+				return false // a step function: I/O belongs there
+			}
+			if c.rootLits[n] {
+				return false // a nested root is walked on its own
+			}
+			// A literal of a step function's shape is a step, wherever it is passed
+			// from (a step factory, a table of steps), unless workflow code calls it.
+			sig, _ := info.TypeOf(n).(*types.Signature)
+			return calledLits[n] || sig == nil || !isStepSig(sig)
+		case *ast.GoStmt:
+			report(n, "go statement in workflow code: start parallel steps with workflow.Go")
+		case *ast.SelectStmt:
+			report(n, "select statement in workflow code: wait for the first of several futures with workflow.Select")
+			for _, cl := range n.Body.List {
+				c.markCommOp(cl.(*ast.CommClause).Comm)
+			}
+		case *ast.SendStmt:
+			if !c.skipOps[n] {
+				report(n, "channel send in workflow code: pass results through steps (workflow.Go and Future.Get) or workflow.Select")
+			}
+		case *ast.UnaryExpr:
+			if n.Op == token.ARROW && !c.skipOps[n] {
+				report(n, "channel receive in workflow code: wait for steps with Future.Get (workflow.Go) or workflow.Select")
+			}
+		case *ast.RangeStmt:
+			c.checkRange(n, report)
+		case *ast.CallExpr:
+			if lit, ok := ast.Unparen(n.Fun).(*ast.FuncLit); ok {
+				calledLits[lit] = true
+			}
+			if fn := typeutil.StaticCallee(info, n); fn != nil && fn.Pkg() == c.pass.Pkg {
+				if d := c.decls[fn.Origin()]; d != nil {
+					callees = append(callees, d)
+				}
+			}
+		case *ast.SelectorExpr:
+			// Report a qualified use (time.Now, f.Write) from its start.
+			if msg := c.forbiddenUse(n.Sel); msg != "" {
+				report(n, "%s", msg)
+				seen[n.Sel] = true
+			}
+		case *ast.Ident:
+			if msg := c.forbiddenUse(n); msg != "" && !seen[n] {
+				report(n, "%s", msg)
+			}
+		}
+		return true
+	})
+	return callees
+}
+
+// forbiddenUse returns the finding for a use of id in workflow code, or "".
+func (c *checker) forbiddenUse(id *ast.Ident) string {
+	if fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func); ok {
+		return forbidden(fn.Origin())
+	}
+	return ""
+}
+
+// markCommOp marks the channel operation of a select case, which the select
+// statement's finding already covers.
+func (c *checker) markCommOp(s ast.Stmt) {
+	switch s := s.(type) {
+	case *ast.SendStmt:
+		c.skipOps[s] = true
+	case *ast.ExprStmt:
+		c.markRecv(s.X)
+	case *ast.AssignStmt:
+		if len(s.Rhs) == 1 {
+			c.markRecv(s.Rhs[0])
+		}
+	}
+}
+
+func (c *checker) markRecv(e ast.Expr) {
+	if u, ok := ast.Unparen(e).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+		c.skipOps[u] = true
+	}
+}
+
+func (c *checker) checkRange(n *ast.RangeStmt, report func(ast.Node, string, ...any)) {
+	const sortKeys = "sort the keys (slices.Sorted(maps.Keys(m)))"
+	t := c.pass.TypesInfo.TypeOf(n.X)
+	if t == nil {
+		return
+	}
+	switch coreType(t).(type) {
+	case *types.Map:
+		report(n.X, "range over a map in workflow code visits keys in a different order on each replay: %s", sortKeys)
+		return
+	case *types.Chan:
+		report(n.X, "range over a channel in workflow code: wait for steps with Future.Get (workflow.Go) or workflow.Select")
+		return
+	}
+	if call, ok := ast.Unparen(n.X).(*ast.CallExpr); ok {
+		if fn := typeutil.StaticCallee(c.pass.TypesInfo, call); fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "maps" {
+			switch fn.Name() {
+			case "Keys", "Values", "All":
+				report(n.X, "range over maps.%s in workflow code visits keys in a different order on each replay: %s", fn.Name(), sortKeys)
+			}
+		}
+	}
+}
+
+// coreType returns the underlying type of t or, for a type parameter, the
+// underlying type every type in its constraint shares (a ~map[K]V constraint makes
+// ranging over the parameter a map range), or nil when there is none.
+func coreType(t types.Type) types.Type {
+	tp, ok := types.Unalias(t).(*types.TypeParam)
+	if !ok {
+		return t.Underlying()
+	}
+	iface, ok := tp.Constraint().Underlying().(*types.Interface)
+	if !ok {
+		return nil
+	}
+	var core types.Type
+	share := func(u types.Type) bool {
+		if core == nil {
+			core = u
+		}
+		return types.Identical(core, u)
+	}
+	for i := range iface.NumEmbeddeds() {
+		switch e := iface.EmbeddedType(i).(type) {
+		case *types.Union:
+			for j := range e.Len() {
+				if !share(e.Term(j).Type().Underlying()) {
+					return nil
+				}
+			}
+		case *types.Interface, *types.Named:
+			// A method set or a named constraint: no structural terms here.
+		default:
+			if !share(e.Underlying()) {
+				return nil
+			}
+		}
+	}
+	return core
+}
+
+// ioPackages are the packages whose functions and methods do I/O.
+var ioPackages = map[string]bool{
+	"os": true, "net": true, "net/http": true, "io": true, "io/ioutil": true,
+}
+
+// pureFuncs are functions of ioPackages that do no I/O.
+var pureFuncs = map[string]bool{
+	"os.IsExist": true, "os.IsNotExist": true, "os.IsPermission": true, "os.IsTimeout": true,
+	"os.IsPathSeparator": true,
+	"net.ParseIP":        true, "net.ParseCIDR": true, "net.ParseMAC": true, "net.JoinHostPort": true,
+	"net.SplitHostPort": true, "net.IPv4": true, "net.IPv4Mask": true, "net.CIDRMask": true,
+	"net/http.StatusText": true, "net/http.CanonicalHeaderKey": true, "net/http.DetectContentType": true,
+	"net/http.ParseHTTPVersion": true, "net/http.ParseTime": true,
+}
+
+// pureTypes are types of ioPackages whose methods do no I/O.
+var pureTypes = map[string]bool{
+	"net.IP": true, "net.IPMask": true, "net.IPNet": true, "net.HardwareAddr": true,
+	"net/http.Header": true, "net/http.Cookie": true,
+}
+
+// forbidden returns the finding for a use of fn in workflow code, or "".
+func forbidden(fn *types.Func) string {
+	if fn.Pkg() == nil {
+		return ""
+	}
+	path, name := fn.Pkg().Path(), fn.FullName()
+	recv := fn.Signature().Recv()
+	switch path {
+	case "time":
+		if recv != nil {
+			return ""
+		}
+		switch fn.Name() {
+		case "Now", "Since", "Until":
+			return name + " in workflow code returns a different time on each replay: use workflow.Now"
+		case "Sleep":
+			return name + " in workflow code blocks the delivery and does not survive a restart: use workflow.Sleep"
+		case "After", "Tick", "NewTimer", "NewTicker", "AfterFunc":
+			return name + " in workflow code is not durable: use workflow.Sleep, or workflow.NewTimer with workflow.Select"
+		}
+		return ""
+	case "math/rand", "math/rand/v2":
+		return name + " in workflow code returns different values on each replay: use workflow.Random"
+	case "crypto/rand":
+		return name + " in workflow code returns different values on each replay: use workflow.Random, or make the value in a step (workflow.Step)"
+	}
+	if !ioPackages[path] || pureFuncs[name] {
+		return ""
+	}
+	if recv != nil {
+		switch fn.Name() {
+		case "Error", "Unwrap", "String", "Timeout", "Temporary":
+			return ""
+		}
+		t := recv.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := types.Unalias(t).(*types.Named); ok && n.Obj().Pkg() != nil && pureTypes[n.Obj().Pkg().Path()+"."+n.Obj().Name()] {
+			return ""
+		}
+	}
+	return name + " in workflow code is I/O that replay repeats and the run's history does not record: do I/O in a step (workflow.Step)"
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestGoVetVettool builds cairnvet and runs it the way users do, through
+// go vet -vettool, which speaks the unitchecker protocol: go vet asks the tool for
+// its version and flags, then runs it once per package with a .cfg file.
+func TestGoVetVettool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cairnvet and runs go vet")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	bin := filepath.Join(t.TempDir(), "cairnvet")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vet := func(t *testing.T, pattern string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(goTool, "vet", "-vettool="+bin, pattern)
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+
+	t.Run("example is clean", func(t *testing.T) {
+		out, err := vet(t, "./examples/workflow/...")
+		if err != nil || out != "" {
+			t.Fatalf("go vet -vettool on examples/workflow: %v\n%s", err, out)
+		}
+	})
+
+	// The findings in testdata/vet: the step literal's I/O, the named step and the
+	// directive's line are not among them.
+	want := []string{
+		"bad.go:34:2: time.Sleep in workflow code blocks the delivery and does not survive a restart: use workflow.Sleep",
+		"bad.go:47:17: range over a map in workflow code visits keys in a different order on each replay: sort the keys (slices.Sorted(maps.Keys(m))) (reached from Report.Run)",
+		"bad.go:50:2: go statement in workflow code: start parallel steps with workflow.Go (reached from Report.Run)",
+	}
+	findings := func(out string) string {
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue // the package header go vet prints
+			}
+			line = filepath.ToSlash(line)
+			got = append(got, line[strings.LastIndex(line, "/")+1:])
+		}
+		return strings.Join(got, "\n")
+	}
+
+	t.Run("findings", func(t *testing.T) {
+		out, err := vet(t, "./cmd/cairnvet/testdata/vet")
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("go vet: want a non-zero exit for findings, got %v\n%s", err, out)
+		}
+		if got := findings(out); got != strings.Join(want, "\n") {
+			t.Errorf("go vet output:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+		}
+	})
+
+	t.Run("standalone", func(t *testing.T) {
+		cmd := exec.Command(bin, "./cmd/cairnvet/testdata/vet")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+			t.Fatalf("cairnvet: want exit status 3 for findings, got %v\n%s", err, out)
+		}
+		if got := findings(string(out)); got != strings.Join(want, "\n") {
+			t.Errorf("cairnvet output:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+		}
+	})
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-go/cairn/messaging/messagingtest"
+	"github.com/cairn-go/cairn/messaging/middleware"
+)
+
+// Against the in-memory FIFO queue, each group's messages run in order.
+func TestRunKeepsGroupOrder(t *testing.T) {
+	fake := messagingtest.NewSQS()
+	url, _ := fake.AddQueue(queueName)
+	for i := range 20 {
+		attrs := map[string]string{"tenant_id": fmt.Sprint("t", i%2), "order_id": fmt.Sprint("o", i%4)}
+		if _, err := fake.Send(url, fmt.Sprintf(`{"event":"e%02d"}`, i), fmt.Sprint("g", i%4), attrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	h := func(ctx context.Context, msg middleware.Message) error {
+		mu.Lock()
+		seen[msg.GroupID()] = append(seen[msg.GroupID()], string(msg.Body()))
+		mu.Unlock()
+		return handleMessage(ctx, msg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, fake, queueName, h) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for fake.Len(url) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for g, bodies := range seen {
+		if !slices.IsSorted(bodies) || len(bodies) != 5 {
+			t.Fatalf("group %s ran %v", g, bodies)
+		}
+	}
+}

@@ -1,0 +1,532 @@
+package workflowui
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/worldhttp"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// maxBody bounds request bodies of the UI's API (inputs and hook payloads).
+const maxBody = worlds.MaxInputBytes + 4<<10
+
+// Options configure the UI. The zero value is usable.
+type Options struct {
+	// Workflows are the workflow names the UI offers to start, with an example
+	// input each (nil for none). Empty offers the workflows of Runners. Runs of
+	// other workflows are listed either way.
+	Workflows map[string]json.RawMessage
+	// Runners, when set, are the workflows of this process: runs started or re-run
+	// from the UI must be of one of them, and their inputs are checked against
+	// the workflow's input type ([worlds.InputValidator]) before anything is
+	// written. The UI never runs them; a worker does. Leave it nil when the
+	// runners live in other processes (a Lambda worker of the AWS World): starts
+	// and re-runs are then queued for whichever worker serves the workflow.
+	Runners worlds.Runner
+	// Client, when set, cancels runs through the workflow runtime, so its
+	// Observer sees the cancellation; otherwise the UI cancels through the World
+	// the same way. [ClientHandler] sets it.
+	Client *workflow.Client
+	// RPC also mounts the World's RPC and webhook endpoints (package worldhttp)
+	// under /v1/workflow, relative to where the UI is mounted.
+	RPC bool
+	// PollInterval is how often a live stream is re-read when the World cannot push
+	// writes ([worlds.StreamNotifier]); zero uses 500ms.
+	PollInterval time.Duration
+	// NewRunID generates IDs for runs started from the UI; nil uses random IDs.
+	NewRunID func() string
+	// Logger receives request errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// ui is the handler Handler returns.
+type ui struct {
+	world worlds.World
+	opts  Options
+	mux   *http.ServeMux
+}
+
+// ClientHandler is [Handler] over the client's World, cancelling runs through the client.
+func ClientHandler(c *workflow.Client, opts Options) (http.Handler, error) {
+	if c == nil {
+		return nil, &worlds.ArgumentError{Field: "workflowui: client", Value: nil, Reason: "required"}
+	}
+	opts.Client = c
+	return Handler(c.World(), opts)
+}
+
+// Handler returns the web UI and its JSON API over w, to mount in your own
+// server, for example under a prefix:
+//
+//	mux.Handle("/workflows/", http.StripPrefix("/workflows", ui))
+//
+// Its pages use relative URLs, so any prefix works when the UI's root is
+// requested with its trailing slash. It validates opts and does not contact the
+// World. It has no authentication: mount it behind your own.
+func Handler(w worlds.World, opts Options) (http.Handler, error) {
+	switch {
+	case w == nil:
+		return nil, &worlds.ArgumentError{Field: "workflowui: World", Value: nil, Reason: "required"}
+	case opts.PollInterval < 0:
+		return nil, &worlds.ArgumentError{Field: "workflowui: Options.PollInterval", Value: opts.PollInterval, Reason: "must not be negative"}
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 500 * time.Millisecond
+	}
+	if opts.NewRunID == nil {
+		opts.NewRunID = randomRunID
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(opts.Workflows) == 0 && opts.Runners != nil {
+		opts.Workflows = map[string]json.RawMessage{}
+		for _, name := range opts.Runners.Workflows() {
+			opts.Workflows[name] = nil
+		}
+	}
+	s := &ui{world: w, opts: opts, mux: http.NewServeMux()}
+	files := http.FileServerFS(Assets())
+	s.mux.Handle("GET /{$}", files)
+	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
+	s.mux.HandleFunc("GET /api/workflows", s.workflows)
+	s.mux.HandleFunc("GET /api/runs", s.listRuns)
+	s.mux.HandleFunc("POST /api/runs", s.startRun)
+	s.mux.HandleFunc("GET /api/runs/{id}", s.runDetail)
+	s.mux.HandleFunc("GET /api/runs/{id}/events", s.runEvents)
+	s.mux.HandleFunc("POST /api/runs/{id}/cancel", s.cancelRun)
+	s.mux.HandleFunc("POST /api/runs/{id}/rerun", s.rerun)
+	s.mux.HandleFunc("GET /api/runs/{id}/streams/{name}", s.followStream)
+	s.mux.HandleFunc("POST /api/hooks/{id}/resume", s.resumeHook)
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
+	})
+	if opts.RPC {
+		s.mux.Handle(worldhttp.DefaultPrefix+"/", worldhttp.Handler(w, worldhttp.Options{NewRunID: opts.NewRunID, Workflows: opts.Runners}))
+	}
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler. Writes to the UI's API must be JSON: a page
+// on another origin cannot send that content type without a CORS preflight, which
+// this handler never grants, so it cannot start, cancel or resume anything.
+func (s *ui) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "" { // mounted with http.StripPrefix and asked for the prefix itself
+		to := "/"
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			u.Path += "/"
+			to = u.String()
+		}
+		http.Redirect(w, r, to, http.StatusMovedPermanently)
+		return
+	}
+	if !worldhttp.CanonicalPath(r.URL.Path) {
+		// http.ServeMux would redirect with an HTML body; API clients want JSON.
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && strings.HasPrefix(r.URL.Path, "/api/") {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, errors.New("requests that change state need Content-Type: application/json"))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func randomRunID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "run_" + hex.EncodeToString(b[:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// errorBody is the JSON of every API error.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	var code string
+	switch status {
+	case 0:
+		status, code = worldhttp.StatusOf(err)
+	case http.StatusBadRequest:
+		code = "invalid_argument"
+	case http.StatusNotFound:
+		code = "not_found"
+	case http.StatusRequestEntityTooLarge:
+		code = "too_large"
+	case http.StatusUnsupportedMediaType:
+		code = "unsupported_media_type"
+	default:
+		code = "internal"
+	}
+	writeJSON(w, status, errorBody{Error: err.Error(), Code: code})
+}
+
+func (s *ui) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, _ := worldhttp.StatusOf(err)
+	if status >= 500 && !errors.Is(err, context.Canceled) {
+		s.opts.Logger.Error("workflowui: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeError(w, 0, err)
+}
+
+type workflowInfo struct {
+	Name    string          `json:"name"`
+	Example json.RawMessage `json:"example,omitempty"`
+}
+
+func (s *ui) workflows(w http.ResponseWriter, r *http.Request) {
+	out := []workflowInfo{}
+	for name, ex := range s.opts.Workflows {
+		out = append(out, workflowInfo{Name: name, Example: ex})
+	}
+	sortBy(out, func(a workflowInfo) string { return a.Name })
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
+}
+
+func (s *ui) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := worlds.RunFilter{WorkflowName: q.Get("workflow"), Status: worlds.RunStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	if f.Status != "" && !f.Status.Valid() {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown status %q", f.Status))
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a non-negative number", v))
+			return
+		}
+		f.Limit = n
+	}
+	page, err := s.world.ListRuns(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if page.Items == nil {
+		page.Items = []worlds.Run{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// startRequest is the body of POST /api/runs.
+type startRequest struct {
+	Workflow string          `json:"workflow"`
+	Input    json.RawMessage `json:"input"`
+}
+
+func (s *ui) startRun(w http.ResponseWriter, r *http.Request) {
+	var req startRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if req.Workflow == "" {
+		writeError(w, http.StatusBadRequest, errors.New("workflow is required"))
+		return
+	}
+	id, err := s.start(r.Context(), req.Workflow, req.Input, nil)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"runId": id})
+}
+
+// start creates a run and queues its first delivery, the same two writes
+// workflow.Start makes, for a workflow known only by name.
+func (s *ui) start(ctx context.Context, name string, input json.RawMessage, attrs map[string]string) (string, error) {
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	if err := worlds.ValidateStart(s.opts.Runners, name, "", input, attrs); err != nil {
+		return "", err
+	}
+	id := s.opts.NewRunID()
+	if _, err := s.world.Append(ctx, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: name, Input: input, Attributes: attrs}); err != nil {
+		return "", err
+	}
+	if _, err := s.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
+		worlds.QueueOptions{ID: "start-" + id}); err != nil {
+		return id, fmt.Errorf("run %s created but its first delivery was not queued: %w", id, err)
+	}
+	return id, nil
+}
+
+// runView is the body of GET /api/runs/{id}.
+type runView struct {
+	Run     worlds.Run          `json:"run"`
+	Steps   []worlds.Step       `json:"steps"`
+	Hooks   []worlds.Hook       `json:"hooks"`
+	Streams []worlds.StreamInfo `json:"streams"`
+	// Attempts lists each step's attempts by step ID, read from the log, so the
+	// timeline shows the errors of attempts that were retried.
+	Attempts map[string][]attempt `json:"attempts"`
+	// Waits are the run's durable timers, read from the log.
+	Waits []wait `json:"waits"`
+	// Runnable reports that a re-run can be started: the workflow is one of
+	// Options.Runners, or the runners live elsewhere (Runners unset).
+	Runnable bool `json:"runnable"`
+	// Webhooks reports that the webhook endpoint is mounted next to the UI.
+	Webhooks bool `json:"webhooks"`
+}
+
+// attempt is one attempt of a step.
+type attempt struct {
+	Attempt   int               `json:"attempt"`
+	StartedAt time.Time         `json:"startedAt"`
+	EndedAt   *time.Time        `json:"endedAt,omitempty"`
+	Outcome   string            `json:"outcome"` // running, completed, retrying or failed
+	Error     *worlds.ErrorInfo `json:"error,omitempty"`
+}
+
+// wait is one durable timer of a run.
+type wait struct {
+	WaitID      string     `json:"waitId"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ResumeAt    time.Time  `json:"resumeAt"`
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+}
+
+// history derives step attempts and waits from a run's log.
+func history(events []worlds.Event) (map[string][]attempt, []wait) {
+	attempts := map[string][]attempt{}
+	waits := []wait{}
+	waitIdx := map[string]int{}
+	for _, ev := range events {
+		at := ev.CreatedAt
+		switch ev.Type {
+		case worlds.EventStepStarted:
+			attempts[ev.CorrelationID] = append(attempts[ev.CorrelationID], attempt{Attempt: ev.Attempt, StartedAt: at, Outcome: "running"})
+		case worlds.EventStepCompleted, worlds.EventStepRetrying, worlds.EventStepFailed:
+			list := attempts[ev.CorrelationID]
+			if len(list) == 0 {
+				continue
+			}
+			last := &list[len(list)-1]
+			last.EndedAt, last.Error = &at, ev.Error
+			last.Outcome = map[worlds.EventType]string{worlds.EventStepCompleted: "completed", worlds.EventStepRetrying: "retrying", worlds.EventStepFailed: "failed"}[ev.Type]
+		case worlds.EventWaitCreated:
+			if ev.ResumeAt != nil {
+				waitIdx[ev.CorrelationID] = len(waits)
+				waits = append(waits, wait{WaitID: ev.CorrelationID, CreatedAt: at, ResumeAt: *ev.ResumeAt})
+			}
+		case worlds.EventWaitCompleted:
+			if i, ok := waitIdx[ev.CorrelationID]; ok {
+				waits[i].CompletedAt = &at
+			}
+		}
+	}
+	return attempts, waits
+}
+
+func (s *ui) runDetail(w http.ResponseWriter, r *http.Request) {
+	ctx, id := r.Context(), r.PathValue("id")
+	run, err := s.world.GetRun(ctx, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := runView{Run: run, Steps: []worlds.Step{}, Hooks: []worlds.Hook{}, Streams: []worlds.StreamInfo{}}
+	v.Runnable, v.Webhooks = s.runnable(run.WorkflowName), s.opts.RPC
+	for f := (worlds.ListFilter{Limit: worlds.MaxPageSize}); ; {
+		p, err := s.world.ListSteps(ctx, id, f)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v.Steps = append(v.Steps, p.Items...)
+		if f.Cursor = p.Cursor; f.Cursor == "" {
+			break
+		}
+	}
+	for f := (worlds.HookFilter{RunID: id, Limit: worlds.MaxPageSize}); ; {
+		p, err := s.world.ListHooks(ctx, f)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v.Hooks = append(v.Hooks, p.Items...)
+		if f.Cursor = p.Cursor; f.Cursor == "" {
+			break
+		}
+	}
+	events, err := worlds.AllEvents(ctx, s.world, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v.Attempts, v.Waits = history(events)
+	if v.Streams, err = s.world.ListStreams(ctx, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if v.Streams == nil {
+		v.Streams = []worlds.StreamInfo{}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *ui) runEvents(w http.ResponseWriter, r *http.Request) {
+	evs, err := worlds.AllEvents(r.Context(), s.world, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if evs == nil {
+		evs = []worlds.Event{}
+	}
+	writeJSON(w, http.StatusOK, worlds.Page[worlds.Event]{Items: evs})
+}
+
+func (s *ui) cancelRun(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeBody(w, r, &req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if req.Reason == "" {
+		req.Reason = "cancelled from the web UI"
+	}
+	if err := worlds.ValidateReason(req.Reason); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.cancel(r.Context(), r.PathValue("id"), req.Reason); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// runnable reports whether runs of the workflow can be started from here.
+func (s *ui) runnable(name string) bool {
+	if s.opts.Runners == nil {
+		return true
+	}
+	return slices.Contains(s.opts.Runners.Workflows(), name)
+}
+
+// cancel ends a run as cancelled: through the client when there is one, else with
+// the same writes (the reason as an attribute, run_cancelled, open streams closed),
+// then queues a delivery so the run's worker, wherever it runs, stops it.
+func (s *ui) cancel(ctx context.Context, runID, reason string) error {
+	if s.opts.Client != nil {
+		return s.opts.Client.Cancel(ctx, runID, reason)
+	}
+	evs, err := s.world.Append(ctx, runID,
+		worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
+		worlds.Event{Type: worlds.EventRunCancelled, Reason: reason})
+	if err != nil {
+		return err
+	}
+	if infos, err := s.world.ListStreams(ctx, runID); err == nil {
+		for _, st := range infos {
+			if !st.Closed {
+				_ = s.world.CloseStream(ctx, runID, st.Name)
+			}
+		}
+	}
+	run, err := s.world.GetRun(ctx, evs[0].RunID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: run.RunID}, worlds.QueueOptions{}); err != nil {
+		return fmt.Errorf("run %s cancelled but its worker was not woken: %w", run.RunID, err)
+	}
+	return nil
+}
+
+func (s *ui) rerun(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	run, err := s.world.GetRun(ctx, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := s.start(ctx, run.WorkflowName, run.Input, map[string]string{"rerun_of": run.RunID})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"runId": id})
+}
+
+func (s *ui) resumeHook(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+		return
+	}
+	if err := worlds.ValidateJSON("payload", body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	hook, err := s.world.GetHook(ctx, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if hook.Status != worlds.HookActive {
+		writeError(w, 0, fmt.Errorf("hook %s is %s: %w", hook.HookID, hook.Status, worlds.ErrHookDisposed))
+		return
+	}
+	rc, err := worlds.ResumeHook(ctx, s.world, hook.Token, body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, rc)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return err
+		}
+		return fmt.Errorf("request body: %w", err)
+	}
+	return nil
+}
+
+// Assets returns the embedded web UI files (index.html, app.js, app.css).
+func Assets() fs.FS {
+	sub, _ := fs.Sub(assets, "assets")
+	return sub
+}
