@@ -16,7 +16,7 @@ import (
 
 func main() {
 	log := deployment.Logger()
-	world, err := deployment.Open(context.Background(), os.Getenv, "", log)
+	world, err := deployment.Open(context.Background(), os.Getenv, log)
 	if err != nil {
 		log.Error("api: cannot open the World", "err", err)
 		os.Exit(1)
