@@ -133,6 +133,16 @@ func TestWalkThroughAgainstALocalStandIn(t *testing.T) {
 		t.Fatalf("runs start printed %s (%v)", out.Bytes(), err)
 	}
 
+	// Retrying the start with the same run ID and input returns the same run.
+	out.Reset()
+	if err := runsErr(ctx, []string{"start", "deploy.Approval", "--input", `{"subject":"release 1.2"}`, "--run-id", "walk-1"}, &out, getenv); err != nil {
+		t.Fatalf("runs start retried: %v", err)
+	}
+	var again worlds.Run
+	if err := json.Unmarshal(out.Bytes(), &again); err != nil || again.RunID != "walk-1" {
+		t.Fatalf("retried runs start printed %s (%v)", out.Bytes(), err)
+	}
+
 	// 2. The worker creates the hook; cairn hooks list finds it through the signed
 	// RPC. Its URL is <webhook base>/webhooks/<token>.
 	var token string
