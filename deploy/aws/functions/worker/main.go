@@ -1,0 +1,27 @@
+// Command worker is the deploy/aws queue worker: the SQS event source of every
+// workflow queue invokes it with batches of deliveries, and it runs the
+// workflows registered here. Add your workflows to the runner set.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/cairn-go/cairn/deploy/aws/flows"
+	"github.com/cairn-go/cairn/deploy/aws/functions/internal/deployment"
+	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
+	awsworld "github.com/cairn-go/cairn/worlds/aws"
+)
+
+func main() {
+	log := deployment.Logger()
+	world, err := deployment.Open(context.Background(), os.Getenv, log)
+	if err != nil {
+		log.Error("worker: cannot open the World", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(awsworld.Queue(world, worlds.Runners(workflow.Use(flows.Approval{}))))
+}
