@@ -212,15 +212,6 @@ func (w *World) queryShards(ctx context.Context, q indexQuery, pks []string, leg
 	return keys, encodeCursor(map[string]string{"index": q.index, "before": getS(keys[limit-1], q.skAttr)}), nil
 }
 
-// shardPKs returns the partition keys of every list shard.
-func (w *World) shardPKs(pk func(shard string) string) []string {
-	pks := make([]string, w.shards)
-	for i := range pks {
-		pks[i] = pk(strconv.Itoa(i))
-	}
-	return pks
-}
-
 func (w *World) fetch(ctx context.Context, indexKeys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
 	keys := make([]map[string]types.AttributeValue, len(indexKeys))
 	for i, k := range indexKeys {
@@ -240,10 +231,10 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "Status", Value: f.Status, Reason: "unknown run status"}
 	}
 	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, status: string(f.Status)}
-	pks, legacy := w.shardPKs(runsShardPK), legacyRunsPK
+	shardPK, legacy := runsShardPK, legacyRunsPK
 	if f.WorkflowName != "" {
 		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, status: string(f.Status)}
-		pks = w.shardPKs(func(shard string) string { return workflowShardPK(f.WorkflowName, shard) })
+		shardPK = func(shard string) string { return workflowShardPK(f.WorkflowName, shard) }
 		legacy = legacyWorkflowPK(f.WorkflowName)
 	}
 	if !f.CreatedAfter.IsZero() {
@@ -254,6 +245,10 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	}
 	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
 		return worlds.Page[worlds.Run]{Items: []worlds.Run{}}, nil // an empty interval
+	}
+	pks, err := w.shardPKs(ctx, shardPK)
+	if err != nil {
+		return worlds.Page[worlds.Run]{}, err
 	}
 	keys, cursor, err := w.queryShards(ctx, q, pks, legacy, limit, f.Cursor)
 	if err != nil {
@@ -292,11 +287,14 @@ func (w *World) ListHooks(ctx context.Context, f worlds.HookFilter) (worlds.Page
 		return worlds.Page[worlds.Hook]{}, err
 	}
 	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK}
-	pks, legacy := w.shardPKs(hooksShardPK), legacyHooksPK
+	var pks []string
+	legacy := legacyHooksPK
 	if f.RunID != "" {
 		// A run's hooks kept their unsharded partition, HOOKS#<runID>.
 		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK}
 		pks, legacy = []string{runHooksPK(f.RunID)}, runHooksPK(f.RunID)
+	} else if pks, err = w.shardPKs(ctx, hooksShardPK); err != nil {
+		return worlds.Page[worlds.Hook]{}, err
 	}
 	keys, cursor, err := w.queryShards(ctx, q, pks, legacy, limit, f.Cursor)
 	if err != nil {

@@ -31,6 +31,9 @@ func (w *World) IndexLegacyQueueRecords(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, &ConfigError{Field: "db", Value: fmt.Sprintf("%T", w.db), Reason: "does not implement awsworld.ScanAPI (Scan)"}
 	}
+	if err := w.recordShards(ctx); err != nil {
+		return 0, err
+	}
 	in := &dynamodb.ScanInput{
 		TableName:                w.table,
 		FilterExpression:         aws.String("begins_with(#pk, :q) AND #sk = :meta AND attribute_not_exists(#lpk)"),
