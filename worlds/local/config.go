@@ -54,6 +54,10 @@ type Config struct {
 	MaxStreamWrite int
 	// MaxDelay bounds how far ahead a delivery may be due; zero means unlimited.
 	MaxDelay time.Duration
+
+	// wall is the wall clock delivery leases follow; nil uses time.Now. Tests
+	// replace it to drive leases without waiting on real time.
+	wall func() time.Time
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -82,6 +86,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.wall == nil {
+		c.wall = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
