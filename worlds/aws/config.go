@@ -52,8 +52,11 @@ type Config struct {
 
 	// ListShards is how many partitions of each list index the run and hook
 	// listings and the queue records are spread over; zero uses
-	// DefaultListShards. Listings read every shard, so keep it small; raise it
-	// only (a lower value hides entries written to the shards it drops).
+	// DefaultListShards, at most 256. Listings read every shard, so keep it
+	// small. It may be changed in either direction, also while Worlds with the
+	// old and the new value share the table: the table records the highest
+	// value any World wrote with, and listings and Sweep read that many shards
+	// (so lowering it does not make listings cheaper).
 	ListShards int
 
 	// DeadLetterRetention is how long a delivery that was received and then lost

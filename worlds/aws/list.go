@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -147,22 +148,34 @@ func (w *World) queryIndex(ctx context.Context, q indexQuery, limit int) ([]map[
 // queryShards lists a page across the partitions pks of one index, newest first:
 // it reads up to limit+1 keys of each partition below the cursor's sort key,
 // merges them in sort-key order and keeps limit. Sort keys end in the unique
-// ID, so the last sort key of a page is the exclusive bound of the next.
-func (w *World) queryShards(ctx context.Context, q indexQuery, pks []string, limit int, cursor string) ([]map[string]types.AttributeValue, string, error) {
+// ID, so the last sort key of a page is the exclusive bound of the next. legacy
+// is the partition this listing used before the index was sharded (empty for
+// none): it is read as one more partition, and a cursor of the unsharded
+// listing is accepted, its last sort key becoming the bound.
+func (w *World) queryShards(ctx context.Context, q indexQuery, pks []string, legacy string, limit int, cursor string) ([]map[string]types.AttributeValue, string, error) {
 	if cursor != "" {
 		c, err := decodeCursor(cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		if c["index"] != q.index || c["before"] == "" {
+		before := c["before"]
+		if c["index"] == "" && legacy != "" && c[q.pkAttr] == legacy {
+			before = c[q.skAttr] // a cursor from before sharding: the last key it returned
+		} else if c["index"] != q.index {
+			before = ""
+		}
+		if before == "" {
 			return nil, "", &worlds.ArgumentError{Field: "Cursor", Value: cursor, Reason: "not a cursor of this listing"}
 		}
-		if q.before == "" || c["before"] < q.before {
-			q.before = c["before"]
+		if q.before == "" || before < q.before {
+			q.before = before
 		}
 		if q.after != "" && q.before <= q.after {
 			return nil, "", nil
 		}
+	}
+	if legacy != "" && !slices.Contains(pks, legacy) {
+		pks = append(pks[:len(pks):len(pks)], legacy)
 	}
 	results := make([][]map[string]types.AttributeValue, len(pks))
 	errs := make([]error, len(pks))
@@ -178,9 +191,18 @@ func (w *World) queryShards(ctx context.Context, q indexQuery, pks []string, lim
 	if err := errors.Join(errs...); err != nil {
 		return nil, "", err
 	}
+	// An item has one index key at a time, but index propagation is eventually
+	// consistent: one moved from its legacy partition may briefly show in both.
+	seen := map[string]bool{}
 	var keys []map[string]types.AttributeValue
 	for _, r := range results {
-		keys = append(keys, r...)
+		for _, k := range r {
+			id := getS(k, attrPK) + "\x00" + getS(k, attrSK)
+			if !seen[id] {
+				seen[id] = true
+				keys = append(keys, k)
+			}
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return getS(keys[i], q.skAttr) > getS(keys[j], q.skAttr) })
 	if len(keys) <= limit {
@@ -188,15 +210,6 @@ func (w *World) queryShards(ctx context.Context, q indexQuery, pks []string, lim
 	}
 	keys = keys[:limit]
 	return keys, encodeCursor(map[string]string{"index": q.index, "before": getS(keys[limit-1], q.skAttr)}), nil
-}
-
-// shardPKs returns the partition keys of every list shard.
-func (w *World) shardPKs(pk func(shard string) string) []string {
-	pks := make([]string, w.shards)
-	for i := range pks {
-		pks[i] = pk(strconv.Itoa(i))
-	}
-	return pks
 }
 
 func (w *World) fetch(ctx context.Context, indexKeys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
@@ -218,10 +231,11 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "Status", Value: f.Status, Reason: "unknown run status"}
 	}
 	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, status: string(f.Status)}
-	pks := w.shardPKs(runsShardPK)
+	shardPK, legacy := runsShardPK, legacyRunsPK
 	if f.WorkflowName != "" {
 		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK, status: string(f.Status)}
-		pks = w.shardPKs(func(shard string) string { return workflowShardPK(f.WorkflowName, shard) })
+		shardPK = func(shard string) string { return workflowShardPK(f.WorkflowName, shard) }
+		legacy = legacyWorkflowPK(f.WorkflowName)
 	}
 	if !f.CreatedAfter.IsZero() {
 		q.after = sortTime(f.CreatedAfter) + "#\uffff"
@@ -232,7 +246,11 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
 		return worlds.Page[worlds.Run]{Items: []worlds.Run{}}, nil // an empty interval
 	}
-	keys, cursor, err := w.queryShards(ctx, q, pks, limit, f.Cursor)
+	pks, err := w.shardPKs(ctx, shardPK)
+	if err != nil {
+		return worlds.Page[worlds.Run]{}, err
+	}
+	keys, cursor, err := w.queryShards(ctx, q, pks, legacy, limit, f.Cursor)
 	if err != nil {
 		return worlds.Page[worlds.Run]{}, err
 	}
@@ -251,6 +269,11 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 		if f.Status != "" && r.Status != f.Status {
 			continue
 		}
+		// A legacy RUNS#<workflow> partition can equal a sharded one of another
+		// workflow whose name is a prefix of this one's ("a#3" and shard 3 of "a").
+		if f.WorkflowName != "" && r.WorkflowName != f.WorkflowName {
+			continue
+		}
 		page.Items = append(page.Items, *r)
 	}
 	return page, nil
@@ -264,12 +287,16 @@ func (w *World) ListHooks(ctx context.Context, f worlds.HookFilter) (worlds.Page
 		return worlds.Page[worlds.Hook]{}, err
 	}
 	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK}
-	pks := w.shardPKs(hooksShardPK)
+	var pks []string
+	legacy := legacyHooksPK
 	if f.RunID != "" {
+		// A run's hooks kept their unsharded partition, HOOKS#<runID>.
 		q = indexQuery{index: indexListGroup, pkAttr: attrGroupPK, skAttr: attrGroupSK}
-		pks = []string{runHooksPK(f.RunID)}
+		pks, legacy = []string{runHooksPK(f.RunID)}, runHooksPK(f.RunID)
+	} else if pks, err = w.shardPKs(ctx, hooksShardPK); err != nil {
+		return worlds.Page[worlds.Hook]{}, err
 	}
-	keys, cursor, err := w.queryShards(ctx, q, pks, limit, f.Cursor)
+	keys, cursor, err := w.queryShards(ctx, q, pks, legacy, limit, f.Cursor)
 	if err != nil {
 		return worlds.Page[worlds.Hook]{}, err
 	}

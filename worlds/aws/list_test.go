@@ -114,3 +114,86 @@ func TestShardedListingsPageInOrder(t *testing.T) {
 		t.Errorf("hooks:\n got %v\nwant %v", got, hooks)
 	}
 }
+
+// Worlds sharing a table with different ListShards (ListShards lowered, or an
+// instance not yet redeployed while it is raised) list every run and hook and
+// sweep every queue record, whichever wrote them: listings read as many shards
+// as the most any World wrote with.
+func TestListingsSurviveAListShardsChange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(_ *env, c *awsworld.Config) { c.ListShards = 2 })
+	ctx := context.Background()
+	wide := e.cfg
+	wide.ListShards = 9
+	w9, err := awsworld.New(wide, e.db, crashingSQS{e.sqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs, hooks []string
+	for i := range 12 {
+		w, id := worlds.World(e.w), fmt.Sprintf("run-%02d", i)
+		if i%2 == 1 || i > 8 {
+			w = w9
+		}
+		mustAppend(t, w, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"},
+			worlds.Event{Type: worlds.EventHookCreated, CorrelationID: "hook-" + id, Token: "tok-" + id})
+		runs, hooks = append(runs, id), append(hooks, "hook-"+id)
+		e.clock.Advance(time.Millisecond)
+	}
+	// Queue records the wide World wrote, its messages lost.
+	for i := range 6 {
+		id := fmt.Sprintf("q-%d", i)
+		if _, err := w9.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "run-00"}, worlds.QueueOptions{ID: id}); err == nil {
+			t.Fatal("the crashed Queue call succeeded")
+		}
+	}
+	slices.Reverse(runs)
+	slices.Reverse(hooks)
+	for _, w := range []*awsworld.World{e.w, w9} {
+		for _, f := range []worlds.RunFilter{{Limit: 5}, {Limit: 3, WorkflowName: "flows.A"}} {
+			var got []string
+			waitFor(t, "runs listed", func() bool {
+				got = nil
+				for {
+					p, err := w.ListRuns(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range p.Items {
+						got = append(got, r.RunID)
+					}
+					if p.Cursor == "" {
+						return len(got) >= len(runs)
+					}
+					f.Cursor = p.Cursor
+				}
+			})
+			if !slices.Equal(got, runs) {
+				t.Errorf("runs %+v:\n got %v\nwant %v", f, got, runs)
+			}
+		}
+		p, err := w.ListHooks(ctx, worlds.HookFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range p.Items {
+			got = append(got, h.HookID)
+		}
+		if !slices.Equal(got, hooks) {
+			t.Errorf("hooks:\n got %v\nwant %v", got, hooks)
+		}
+	}
+	e.clock.Advance(awsworld.DefaultLease + 5*time.Second)
+	var res awsworld.SweepResult
+	waitFor(t, "the narrow World's sweep to see every record", func() bool {
+		res, err = e.w.Sweep(ctx, awsworld.SweepOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Overdue >= 6
+	})
+	if len(res.Resent) != 6 {
+		t.Fatalf("sweep = %+v, want the 6 records", res)
+	}
+}

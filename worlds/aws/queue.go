@@ -115,6 +115,9 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	if err != nil {
 		return "", err
 	}
+	if err := w.recordShards(ctx); err != nil {
+		return "", err
+	}
 	item := key(queuePK(id), metaSK)
 	item[attrData] = s(string(body))
 	item[attrDue] = s(due.UTC().Format(time.RFC3339Nano))

@@ -62,8 +62,12 @@ func (w *World) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, erro
 	res := SweepResult{Resent: []string{}}
 	now := w.now()
 	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, before: sortTime(now.Add(-w.cfg.Lease)) + "#"}
+	pks, err := w.shardPKs(ctx, queueShardPK)
+	if err != nil {
+		return res, err
+	}
 	var keys []map[string]types.AttributeValue
-	for _, pk := range w.shardPKs(queueShardPK) {
+	for _, pk := range pks {
 		q.pk = pk
 		k, err := w.queryIndex(ctx, q, 1<<30)
 		if err != nil {

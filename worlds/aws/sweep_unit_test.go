@@ -1,6 +1,8 @@
 package awsworld
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -34,5 +36,20 @@ func TestOrphaned(t *testing.T) {
 		if got := w.orphaned(&tc.rec, now); got != tc.want {
 			t.Errorf("%s: orphaned = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A DynamoDB client without Scan cannot index legacy queue records: a typed
+// configuration error, not a panic.
+func TestIndexLegacyQueueRecordsNeedsScan(t *testing.T) {
+	t.Parallel()
+	w, err := New(validConfig(), &fakeDB{}, &fakeSQS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.IndexLegacyQueueRecords(context.Background())
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "db" {
+		t.Fatalf("IndexLegacyQueueRecords = %v, want a *ConfigError on db", err)
 	}
 }

@@ -144,7 +144,18 @@ func hooksShardPK(shard string) string              { return "HOOKS#" + shard }
 func queueShardPK(shard string) string              { return "QUEUE#" + shard }
 func workflowShardPK(workflow, shard string) string { return "RUNS#" + workflow + "#" + shard }
 func runHooksPK(runID string) string                { return "HOOKS#" + runID }
-func runQueuePK(runID string) string                { return "QUEUE#" + runID }
+
+// Partition keys the list indexes used before they were sharded. Items written
+// then keep them until they are next written; listings read them as one more
+// partition. A run's hooks (list_group HOOKS#<runID>) kept theirs; queue records
+// had no index entry ([World.IndexLegacyQueueRecords] gives them one).
+const (
+	legacyRunsPK  = "RUNS"
+	legacyHooksPK = "HOOKS"
+)
+
+func legacyWorkflowPK(workflow string) string { return "RUNS#" + workflow }
+func runQueuePK(runID string) string          { return "QUEUE#" + runID }
 
 func (w *World) runItem(r *worlds.Run, hookIDs []string) map[string]types.AttributeValue {
 	shard := shardOf(r.RunID, w.shards)

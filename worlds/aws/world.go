@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,8 @@ type World struct {
 	now    func() time.Time
 	newID  func() string
 	shards int // list shards
+	// shardsRecorded is set once the table records at least shards.
+	shardsRecorded atomic.Bool
 	// sleep waits between append retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -292,6 +295,9 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 		if err := ev.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := w.recordShards(ctx); err != nil {
+		return nil, err
 	}
 	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
 		st, load, err := w.prefetch(ctx, runID, events)

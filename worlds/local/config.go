@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -54,11 +56,27 @@ type Config struct {
 	MaxStreamWrite int
 	// MaxDelay bounds how far ahead a delivery may be due; zero means unlimited.
 	MaxDelay time.Duration
+	// BaseURL is the public URL the World's RPC and webhook handlers are served
+	// under, including the prefix (for worldhttp's default,
+	// http://localhost:8080/v1/workflow). Optional: when set, hooks expose their
+	// webhook URL <BaseURL>/webhooks/<token> ([World.WebhookURL], and through it
+	// workflow's Hook.URL and the hook views of worldhttp).
+	BaseURL string
+
+	// wall is the wall clock delivery leases follow; nil uses time.Now. Tests
+	// replace it to drive leases without waiting on real time.
+	wall func() time.Time
 }
 
 func (c Config) withDefaults() (Config, error) {
 	bad := func(field string, v any, reason string) error {
 		return &worlds.ArgumentError{Field: "local.Config." + field, Value: v, Reason: reason}
+	}
+	if c.BaseURL != "" {
+		if u, err := url.Parse(c.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
+			return c, bad("BaseURL", c.BaseURL, "must be an absolute URL")
+		}
+		c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	}
 	switch {
 	case c.Path == "":
@@ -82,6 +100,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.wall == nil {
+		c.wall = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

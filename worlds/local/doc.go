@@ -20,4 +20,9 @@
 //
 // [World.SubscribeStream] sees writes made through the same World; readers in
 // other processes poll ReadStream.
+//
+// With Config.BaseURL set to where the World's handlers are served (for
+// example http://localhost:8080/v1/workflow for worldhttp.Handler on port
+// 8080), the World implements [worlds.WebhookURLs]: workflow's Hook.URL and
+// worldhttp's hook views give each active hook its webhook URL, as on AWS.
 package local

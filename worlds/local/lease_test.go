@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,12 +127,35 @@ func (r runner) Run(_ context.Context, _ worlds.World, d worlds.Delivery) error 
 	return r(d)
 }
 
-// A delivery that runs longer than its lease keeps it by renewing: another World
-// on the file does not receive it meanwhile.
+// fakeWall is a wall clock for leases that moves only when told to.
+type fakeWall struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeWall) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeWall) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// A delivery running for several leases keeps renewing its lease, so another
+// worker on the same file never receives it meanwhile. The lease clock is
+// driven by the runner: it moves half a lease on only after the heartbeat has
+// renewed the lease at the current time, so a slow machine delays the test
+// instead of failing it, and without renewal the lease runs out at once.
 func TestLongDeliveryRenewsLease(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "renew.db")
-	cfg := Config{Path: path, Lease: 90 * time.Millisecond, PollInterval: 10 * time.Millisecond}
+	const lease = 90 * time.Millisecond
+	wall := &fakeWall{t: time.Unix(1_700_000_000, 0)}
+	cfg := Config{Path: path, Lease: lease, PollInterval: 10 * time.Millisecond, wall: wall.Now}
 	a, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +169,29 @@ func TestLongDeliveryRenewsLease(t *testing.T) {
 	if _, err := a.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "wf", RunID: "r"}, worlds.QueueOptions{ID: "slow"}); err != nil {
 		t.Fatal(err)
 	}
+	leaseUntil := func() int64 {
+		var l int64
+		if err := a.db.QueryRowContext(ctx, `SELECT lease_until FROM deliveries WHERE id = 'slow'`).Scan(&l); err != nil {
+			t.Error(err)
+		}
+		return l
+	}
 	received := make(chan string, 10)
+	finished := make(chan struct{})
 	slow := runner(func(d worlds.Delivery) error {
 		received <- d.ID
-		time.Sleep(600 * time.Millisecond)
+		defer close(finished)
+		for i := range 6 { // three leases in all
+			want := wall.Now().Add(lease).UnixNano()
+			for deadline := time.Now().Add(10 * time.Second); leaseUntil() < want; {
+				if time.Now().After(deadline) {
+					t.Errorf("step %d: lease not renewed: lease_until %d, want %d", i, leaseUntil(), want)
+					return nil
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			wall.Advance(lease / 2)
+		}
 		return nil
 	})
 	sctx, cancel := context.WithCancel(ctx)
@@ -156,15 +199,20 @@ func TestLongDeliveryRenewsLease(t *testing.T) {
 	go func() { done <- a.Serve(sctx, slow) }()
 	go func() { done <- b.Serve(sctx, slow) }()
 	<-received
-	time.Sleep(900 * time.Millisecond) // the first run ends at 600ms; nothing should follow
+	<-finished
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if left, _ := a.pendingDeliveries(ctx); left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery was not recorded done")
+		}
+	}
 	cancel()
 	<-done
 	<-done
 	if n := len(received); n != 0 {
 		t.Errorf("a delivery still running was received %d more times", n)
-	}
-	if left, _ := a.pendingDeliveries(ctx); left != 0 {
-		t.Errorf("%d deliveries left", left)
 	}
 }
 

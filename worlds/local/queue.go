@@ -79,7 +79,7 @@ func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
 	// not serialize its writers.
 	var one int
 	err := w.db.QueryRowContext(ctx, `SELECT 1 FROM deliveries WHERE due_at <= ? AND lease_until <= ? LIMIT 1`,
-		nanos(w.now()), time.Now().UnixNano()).Scan(&one)
+		nanos(w.now()), w.cfg.wall().UnixNano()).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		next, err := w.nextDue(ctx, w.db)
 		return nil, next, err
@@ -91,7 +91,7 @@ func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
 	var next time.Time
 	err = w.write(ctx, func(tx *wtx) error {
 		c, next = nil, time.Time{}
-		now, wall := nanos(w.now()), time.Now().UnixNano()
+		now, wall := nanos(w.now()), w.cfg.wall().UnixNano()
 		var id string
 		var due, leaseUntil int64
 		err := tx.QueryRowContext(ctx, `SELECT id, due_at, lease_until FROM deliveries
@@ -129,7 +129,7 @@ func (w *World) claim(ctx context.Context) (*claimed, time.Time, error) {
 // nextDue returns when the queue next needs looking at: the earliest due time of
 // an unclaimed delivery or the end of the earliest lease, zero when empty.
 func (w *World) nextDue(ctx context.Context, q querier) (time.Time, error) {
-	wall := time.Now().UnixNano()
+	wall := w.cfg.wall().UnixNano()
 	var next time.Time
 	var n sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT MIN(due_at) FROM deliveries WHERE lease_until <= ?`, wall).Scan(&n); err != nil {
@@ -187,7 +187,7 @@ func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown b
 func (w *World) renew(ctx context.Context, d *claimed) error {
 	return w.write(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = ? WHERE id = ? AND claim = ?`,
-			time.Now().UnixNano()+int64(w.cfg.Lease), d.ID, d.claim)
+			w.cfg.wall().UnixNano()+int64(w.cfg.Lease), d.ID, d.claim)
 		return err
 	})
 }
