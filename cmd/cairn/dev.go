@@ -50,8 +50,16 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 			return nil, fmt.Errorf("--db %s: directory %s does not exist", o.db, dir)
 		}
 	}
-	world, err := local.Open(ctx, local.Config{Path: o.db})
+	// Listen first: the World builds hooks' webhook URLs from the address.
+	prog.Update("listening on %s…", o.addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
+		return nil, fmt.Errorf("--addr %s: %w", o.addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	world, err := local.Open(ctx, local.Config{Path: o.db, BaseURL: base + "/v1/workflow"})
+	if err != nil {
+		ln.Close()
 		if errors.Is(err, local.ErrSchemaVersion) {
 			return nil, fmt.Errorf("World file %s was written by another version of cairn: %w", o.db, err)
 		}
@@ -59,6 +67,7 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	}
 	client, err := workflow.NewClient(workflow.Config{World: world, PollInterval: 100 * time.Millisecond})
 	if err != nil {
+		ln.Close()
 		world.Close()
 		return nil, err
 	}
@@ -71,14 +80,9 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 		RPC:       true,
 	})
 	if err != nil {
+		ln.Close()
 		world.Close()
 		return nil, err
-	}
-	prog.Update("listening on %s…", o.addr)
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		world.Close()
-		return nil, fmt.Errorf("--addr %s: %w", o.addr, err)
 	}
 	// Requests (server-sent event streams included) end when the server stops.
 	reqCtx, stopReqs := context.WithCancel(context.WithoutCancel(ctx))
@@ -93,7 +97,7 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 		}
 		done <- nil
 	}()
-	d := &devServer{url: "http://" + ln.Addr().String(), world: world, client: client, done: make(chan error, 1)}
+	d := &devServer{url: base, world: world, client: client, done: make(chan error, 1)}
 	d.stop = func() {
 		stopReqs()
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

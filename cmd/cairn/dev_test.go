@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairn-go/cairn/internal/cli"
+	"github.com/cairn-go/cairn/workflow"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the command writes it.
@@ -109,5 +112,49 @@ func TestDevBadInput(t *testing.T) {
 				t.Fatalf("stack trace on stderr: %s", errOut)
 			}
 		})
+	}
+}
+
+// A hook created under `cairn dev` has a webhook URL on the dev server itself,
+// and posting to that URL resumes the run.
+func TestDevHookURLResumesTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := startDev(ctx, devOptions{addr: "127.0.0.1:0", db: filepath.Join(t.TempDir(), "dev.db")}, cli.NewProgress(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	run, err := workflow.Start(ctx, d.client, FulfilOrder{}, Order{ID: "ord-7", Items: []string{"tent"}, AmountCt: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := warehouseToken(run.ID())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := d.world.GetHookByToken(ctx, token); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run created no warehouse hook")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	url, ok := d.world.WebhookURL(token)
+	if !ok || !strings.HasPrefix(url, d.url+"/v1/workflow/webhooks/") {
+		t.Fatalf("webhook URL %q, %v; want one under %s/v1/workflow/webhooks/", url, ok, d.url)
+	}
+	res, err := http.Post(url, "application/json", strings.NewReader(`{"packer":"kim","boxes":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %d", url, res.StatusCode)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := run.Result(wctx); err != nil {
+		t.Fatalf("run after the webhook: %v", err)
 	}
 }
