@@ -348,3 +348,39 @@ func (e *engine) cancelChain(ctx context.Context, runID, reason string) error {
 // maxChain bounds how far a continue-as-new chain is followed at once, against
 // a cycle of hand-made attributes.
 const maxChain = 1 << 16
+
+// RunLinks are the runs a run is linked to by [StartChild] and [ContinueAsNew],
+// for tools that show a run (cairn inspect, the dev UI).
+type RunLinks struct {
+	// Parent started the run with StartChild.
+	Parent string `json:"parent,omitempty"`
+	// ContinuedFrom ended by continuing as this run; ContinuedAs continues it.
+	ContinuedFrom string `json:"continuedFrom,omitempty"`
+	ContinuedAs   string `json:"continuedAs,omitempty"`
+	// Children are the runs it started with StartChild, in the order it did.
+	Children []ChildLink `json:"children,omitempty"`
+}
+
+// ChildLink is a child run as its parent's log records it.
+type ChildLink struct {
+	RunID    string `json:"runId"`
+	Workflow string `json:"workflow"`
+	// StepID is the parent's operation that started and awaits the child.
+	StepID string `json:"stepId"`
+	// Status is that operation's: running until the child ends, then completed
+	// or failed with the child's output or error. Pending means the child is
+	// not created yet.
+	Status worlds.StepStatus `json:"status"`
+}
+
+// Links returns the links of run, whose steps are steps (as World.ListSteps
+// lists them).
+func Links(run worlds.Run, steps []worlds.Step) RunLinks {
+	l := RunLinks{Parent: run.Attributes[AttrParent], ContinuedFrom: run.Attributes[AttrContinuedFrom], ContinuedAs: run.Attributes[AttrContinuedAs]}
+	for _, s := range steps {
+		if name, ok := strings.CutPrefix(s.StepName, childStepPrefix); ok {
+			l.Children = append(l.Children, ChildLink{RunID: ChildRunID(run.RunID, s.StepID), Workflow: name, StepID: s.StepID, Status: s.Status})
+		}
+	}
+	return l
+}

@@ -247,6 +247,8 @@ type runView struct {
 	Waits []wait `json:"waits"`
 	// Runnable reports that this server has a runner for the run's workflow, so re-run works.
 	Runnable bool `json:"runnable"`
+	// Links are the run's parent and children and its continue-as-new neighbours.
+	Links workflow.RunLinks `json:"links"`
 }
 
 // attempt is one attempt of a step.
@@ -335,6 +337,7 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Attempts, v.Waits = history(events)
+	v.Links = workflow.Links(run, v.Steps)
 	if v.Streams, err = s.cfg.World.ListStreams(ctx, id); err != nil {
 		s.fail(w, r, err)
 		return
