@@ -64,7 +64,6 @@ func (Poller) Run(ctx workflow.Context, s pollState) (int, error) {
 	return 0, workflow.ContinueAsNew(ctx, s)
 }
 
-
 func linkedClient() (*workflow.Client, func()) {
 	world, err := local.Open(context.Background(), local.Config{Path: local.Memory})
 	if err != nil {
