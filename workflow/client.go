@@ -341,7 +341,9 @@ func (r *Run[O]) Status(ctx context.Context) (worlds.RunStatus, error) {
 }
 
 // Result waits until the run ends and returns its output; a failed or cancelled run
-// returns a *[RunError] carrying the persisted error.
+// returns a *[RunError] carrying the persisted error. A run that continued as new
+// ([ContinueAsNew]) is followed to the last run of its chain, whose output or
+// error Result returns.
 func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	var zero O
 	run, err := r.c.Wait(ctx, r.id)
@@ -366,7 +368,8 @@ func (c *Client) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 }
 
 // Wait polls the run until it ends and returns its view; a failed or cancelled run
-// also returns a *[RunError].
+// also returns a *[RunError]. A run that continued as new ([ContinueAsNew]) is
+// followed to the last run of its chain, whose view Wait returns.
 func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 	delay := 5 * time.Millisecond
 	for {
