@@ -804,7 +804,7 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 		return worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: info.StepID, Output: output},
 			&StepOutcome{Result: StepCompleted, Duration: dur}, actx, rctx, cancel
 	}
-	if cr, ok := runErr.(*childRecord); ok {
+	if cr := (*childRecord)(nil); errors.As(runErr, &cr) {
 		// A StartChild operation: the child was created. Its end is the outcome,
 		// recorded by the child (an empty event: nothing to record now), unless it
 		// has ended already.
