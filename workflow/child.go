@@ -119,7 +119,13 @@ func (c *childRecord) Error() string { return "workflow: child run started" }
 // outcome, which wakes the parent; nothing polls. A child that continues as new
 // ([ContinueAsNew]) resolves with the end of the last run of its chain.
 // Cancelling the parent with [Client.Cancel] cancels the child unless
-// [WithCancelWithParent](false) is given.
+// [WithCancelWithParent](false) is given; a parent that completes or fails
+// without waiting for a child leaves it running. Cancelling the child with
+// Client.Cancel resolves the Future with an error matching [ErrRunCancelled].
+//
+// The operation is a step named "cairn.child:" and the child's workflow name:
+// observers see one attempt, which ends when the child is created; the step's
+// outcome in the log is the child's end.
 func StartChild[I, O any](ctx Context, w Workflow[I, O], in I, opts ...ChildOption) *ChildRun[O] {
 	var o childOptions
 	for _, opt := range opts {
