@@ -96,3 +96,70 @@ func TestChildEndAndContinuationSurviveAFailedWrite(t *testing.T) {
 		})
 	}
 }
+
+// recordingRunner remembers the step deliveries it ran.
+type recordingRunner struct {
+	worlds.Runner
+	mu    sync.Mutex
+	steps []worlds.Delivery
+}
+
+func (r *recordingRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
+	err := r.Runner.Run(ctx, w, d)
+	if d.Input.Kind == worlds.DeliverStep {
+		r.mu.Lock()
+		r.steps = append(r.steps, d)
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// The attempt that creates a child, run again (a redelivery after its worker
+// died), finds the child it created and starts no second one.
+func TestChildCreationIsIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := memworld.New()
+	cl, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.FlushCache)
+	r := &recordingRunner{Runner: cl.Runner(worlds.Runners(workflow.Use(Family{}), workflow.Use(Doubler{})))}
+	run, err := workflow.Start(ctx, cl, Family{}, familyIn{Ns: []int{4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	childID := workflow.ChildRunID(run.ID(), "step_1")
+	for i := 0; i < 50; i++ {
+		if _, err := w.GetRun(ctx, childID); err == nil {
+			break
+		}
+		w.RunOne(ctx, r)
+	}
+	if len(r.steps) != 1 || r.steps[0].Input.RunID != run.ID() {
+		t.Fatalf("step deliveries after the child's creation: %+v", r.steps)
+	}
+	w.Redeliver(r.steps[0]) // received again: attempt 2 of the creation
+	deadline := time.Now().Add(10 * time.Second)
+	for st, _ := run.Status(ctx); !st.Terminal(); st, _ = run.Status(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatal("parent never ended")
+		}
+		if n, _ := w.RunOne(ctx, r); n == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	got, err := run.Result(resultCtx(t))
+	if err != nil || got.Sum != 8 {
+		t.Fatalf("Result = %+v, %v", got, err)
+	}
+	runs, err := w.ListRuns(ctx, worlds.RunFilter{WorkflowName: "workflow_test.Doubler"})
+	if err != nil || len(runs.Items) != 1 {
+		t.Fatalf("child runs = %d, %v; want 1", len(runs.Items), err)
+	}
+	step, err := w.GetStep(ctx, run.ID(), "step_1")
+	if err != nil || step.Attempt != 2 || step.Status != worlds.StepCompleted {
+		t.Fatalf("creation step = %+v, %v; want completed after 2 attempts", step, err)
+	}
+}
