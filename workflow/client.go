@@ -364,7 +364,9 @@ func (r *Run[O]) Status(ctx context.Context) (worlds.RunStatus, error) {
 }
 
 // Result waits until the run ends and returns its output; a failed or cancelled run
-// returns a *[RunError] carrying the persisted error.
+// returns a *[RunError] carrying the persisted error. A run that continued as new
+// ([ContinueAsNew]) is followed to the last run of its chain, whose output or
+// error Result returns.
 func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	var zero O
 	run, err := r.c.Wait(ctx, r.id)
@@ -389,7 +391,8 @@ func (c *Client) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 }
 
 // Wait polls the run until it ends and returns its view; a failed or cancelled run
-// also returns a *[RunError].
+// also returns a *[RunError]. A run that continued as new ([ContinueAsNew]) is
+// followed to the last run of its chain, whose view Wait returns.
 func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 	delay := 5 * time.Millisecond
 	for {
@@ -399,6 +402,10 @@ func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 		}
 		switch run.Status {
 		case worlds.RunCompleted:
+			if next := run.Attributes[AttrContinuedAs]; next != "" {
+				runID = next // continued as new: wait for the chain's end
+				continue
+			}
 			return run, nil
 		case worlds.RunFailed:
 			info := worlds.ErrorInfo{Message: "failed"}
@@ -428,9 +435,17 @@ func cancelReason(run worlds.Run) string {
 }
 
 // Cancel ends a run as cancelled. Steps already running finish, but their results
-// are discarded and nothing further runs. Cancelling a finished run returns an
-// error matching worlds.ErrRunFinished.
+// are discarded and nothing further runs. The children the run started with
+// [StartChild] are cancelled too, unless started with [WithCancelWithParent](false),
+// and a cancelled child's parent is woken with its cancellation. Cancelling a
+// finished run returns an error matching worlds.ErrRunFinished; it also finishes
+// what an earlier Cancel of the run left undone (cancelling its children,
+// telling its parent).
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
+	return c.eng.cancelRun(ctx, runID, reason)
+}
+
+func (e *engine) cancelRun(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
 	}
@@ -441,16 +456,30 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 		{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
 		{Type: worlds.EventRunCancelled, Reason: reason},
 	}
-	if _, err := c.eng.world.Append(ctx, runID, evs...); err != nil {
-		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	if _, err := e.world.Append(ctx, runID, evs...); err != nil {
+		err = fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+		if errors.Is(err, worlds.ErrRunFinished) {
+			if run, gerr := e.world.GetRun(ctx, runID); gerr == nil && run.Status == worlds.RunCancelled {
+				err = errors.Join(err, e.cancelLinks(ctx, run))
+			}
+		}
+		return err
 	}
-	if c.eng.cache != nil {
-		c.eng.cache.drop(runID)
+	if e.cache != nil {
+		e.cache.drop(runID)
 	}
-	run, _ := c.eng.world.GetRun(ctx, runID)
-	c.eng.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.RunCancelled, errors.New(reason))
-	c.eng.closeStreams(ctx, runID)
-	return nil
+	run, gerr := e.world.GetRun(ctx, runID)
+	e.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.RunCancelled, errors.New(reason))
+	e.closeStreams(ctx, runID)
+	if gerr != nil {
+		return fmt.Errorf("workflow: run %s cancelled; reading it to cancel its children: %w", runID, gerr)
+	}
+	return e.cancelLinks(ctx, run)
+}
+
+// cancelLinks cancels the children of cancelled run and tells its parent.
+func (e *engine) cancelLinks(ctx context.Context, run worlds.Run) error {
+	return errors.Join(e.cancelChildren(ctx, run.RunID, cancelReason(run)), e.notifyParent(ctx, run))
 }
 
 // ResumeHook sends payload (encoded as JSON) to the hook owning token and wakes its

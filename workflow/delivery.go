@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -158,6 +159,11 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			return ctx, nil, nil, true, err
 		}
 		if run.Status.Terminal() {
+			if d.Attempt > 1 {
+				// The delivery that ended the run may have failed after the end, before
+				// its parent heard of it or its continuation was queued.
+				return ctx, nil, nil, true, errors.Join(e.continued(ctx, run), e.notifyParent(ctx, run))
+			}
 			return ctx, nil, nil, true, nil
 		}
 		events, err := worlds.AllEvents(ctx, e.world, runID)
@@ -412,6 +418,16 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 		ev, out, actx, rctx, cancel := e.attempt(ctx, sinfo, p.step, p.event.Input)
 		cancels = append(cancels, cancel)
 		c := &carried{ev: ev, out: out, info: sinfo, actx: actx, rctx: rctx, cancel: cancel}
+		if ev.Type == "" {
+			// A child run started: its end completes the step and wakes the run.
+			e.obs.StepFinished(actx, sinfo, *out)
+			if synced {
+				e.keep(x)
+				return false, nil
+			}
+			x.abort()
+			return false, e.queueWorkflow(rctx, info.WorkflowName, runID, time.Time{}, "")
+		}
 		if ev.Type == worlds.EventStepRetrying || !synced {
 			// A retry is recorded now and queued as a step delivery. A history out of
 			// step with the log is let go of: the outcome is recorded alone and a
@@ -437,13 +453,25 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 }
 
 // end appends the run's terminal event for an execution that returned, diverged,
-// panicked or exited, after the carried outcome, if any.
+// panicked or exited, after the carried outcome, if any. A workflow that
+// returned [ContinueAsNew]'s error ends completed, after the run continuing it
+// is created.
 func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds.Event, c *carried) error {
 	var ev worlds.Event
+	var pre []worlds.Event // go before ev in the same write
 	var cause error
 	switch x.kind {
 	case outReturned:
-		if x.err != nil {
+		if can, ok := isContinuation(x.err); ok {
+			evs, err := e.continueAsNew(ctx, x.hist.run, can.Input)
+			if err != nil {
+				if c != nil {
+					return c.settle(e, err)
+				}
+				return err
+			}
+			pre, ev = evs[:len(evs)-1], evs[len(evs)-1]
+		} else if x.err != nil {
 			ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(x.err)}, x.err
 		} else {
 			ev = worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}
@@ -461,28 +489,37 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 		cause = errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
 		ev = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(cause)}
 	}
+	tail := append(pre, ev)
 	if c == nil {
 		if len(head) > 0 {
 			// run_started goes first; a rejected end is handled by the replay of a
 			// fresh round once run_started is stored.
-			if _, err := e.world.Append(ctx, info.RunID, append(head, ev)...); err == nil {
-				e.finished(ctx, info, ev, cause)
-				return nil
+			if _, err := e.world.Append(ctx, info.RunID, append(head, tail...)...); err == nil {
+				return e.ended(ctx, info, x.hist.run, tail, cause)
 			} else if _, err := e.world.Append(ctx, info.RunID, head...); err != nil && !errors.Is(err, worlds.ErrConflict) && !errors.Is(err, worlds.ErrGone) {
 				return err
 			}
 			return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
 		}
-		return e.finish(ctx, info, ev, cause)
+		if len(pre) == 0 {
+			return e.finish(ctx, info, x.hist.run, ev, cause)
+		}
+		if _, err := e.world.Append(ctx, info.RunID, tail...); err != nil {
+			if errors.Is(err, worlds.ErrGone) {
+				e.abandonContinuation(ctx, x.hist.run)
+				return nil
+			}
+			return err
+		}
+		return e.ended(ctx, info, x.hist.run, tail, cause)
 	}
-	if _, err := e.world.Append(ctx, info.RunID, c.ev, ev); err != nil {
+	if _, err := e.world.Append(ctx, info.RunID, append([]worlds.Event{c.ev}, tail...)...); err != nil {
 		// Record the outcome alone; the fresh delivery settle queues replays the
 		// run and ends it as this one would have.
 		return c.settle(e, err)
 	}
 	c.stored(e)
-	e.finished(ctx, info, ev, cause)
-	return nil
+	return e.ended(ctx, info, x.hist.run, tail, cause)
 }
 
 // maxInlineSteps bounds the steps one delivery runs inline before it hands the
@@ -501,8 +538,8 @@ func (e *engine) inlineOK(ctx context.Context) bool {
 	return true
 }
 
-// finish appends the run's terminal event.
-func (e *engine) finish(ctx context.Context, info Info, ev worlds.Event, cause error) error {
+// finish appends the terminal event of run.
+func (e *engine) finish(ctx context.Context, info Info, run worlds.Run, ev worlds.Event, cause error) error {
 	if _, err := e.world.Append(ctx, info.RunID, ev); err != nil {
 		if errors.Is(err, worlds.ErrGone) {
 			return nil // cancelled or finished by a concurrent delivery
@@ -510,12 +547,29 @@ func (e *engine) finish(ctx context.Context, info Info, ev worlds.Event, cause e
 		if ev.Type == worlds.EventRunCompleted && errors.Is(err, worlds.ErrEventInvalid) {
 			// The output could not be stored (too large for this World): fail instead.
 			serr := &SerializationError{What: "workflow output", Err: err}
-			return e.finish(ctx, info, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(serr)}, serr)
+			return e.finish(ctx, info, run, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(serr)}, serr)
 		}
 		return err
 	}
+	return e.ended(ctx, info, run, []worlds.Event{ev}, cause)
+}
+
+// ended goes on from the write of tail, which ended run with its last event:
+// it tells observers, closes streams, queues the run continuing it, if any, and
+// records the end in the parent of a child run.
+func (e *engine) ended(ctx context.Context, info Info, run worlds.Run, tail []worlds.Event, cause error) error {
+	ev := tail[len(tail)-1]
 	e.finished(ctx, info, ev, cause)
-	return nil
+	view := endedRun(run, ev)
+	for _, t := range tail {
+		if t.Type == worlds.EventAttributesSet {
+			if view.Attributes == nil {
+				view.Attributes = map[string]string{}
+			}
+			maps.Copy(view.Attributes, t.Attributes)
+		}
+	}
+	return errors.Join(e.continued(ctx, view), e.notifyParent(ctx, view))
 }
 
 // finished tells observers the run ended with terminal event ev and closes its
@@ -697,7 +751,7 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 		}
 		ei := errorInfo(err)
 		ei.Fatal = true
-		return e.finish(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, err)
+		return e.finish(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, run, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, err)
 	}
 	return e.startAttempt(ctx, d, run, step, x.capture)
 }
@@ -750,6 +804,12 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 		return worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: info.StepID, Output: output},
 			&StepOutcome{Result: StepCompleted, Duration: dur}, actx, rctx, cancel
 	}
+	if cr := (*childRecord)(nil); errors.As(runErr, &cr) {
+		// A StartChild operation: the child was created. Its end is the outcome,
+		// recorded by the child (an empty event: nothing to record now), unless it
+		// has ended already.
+		return cr.event, &StepOutcome{Result: StepCompleted, Duration: dur}, actx, rctx, cancel
+	}
 	ei := errorInfo(runErr)
 	var pe *PanicError
 	if errors.As(runErr, &pe) {
@@ -768,6 +828,11 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 //
 // actx is the attempt's context, which the observer's StepFinished receives.
 func (e *engine) stepOutcome(ctx, actx context.Context, info Info, ev worlds.Event, out *StepOutcome) error {
+	if ev.Type == "" {
+		// A started child run records the outcome when it ends.
+		e.obs.StepFinished(actx, info, *out)
+		return nil
+	}
 	_, err := e.appendOutcome(ctx, info.RunID, ev)
 	return e.settleOutcome(ctx, actx, info, ev, out, err)
 }

@@ -34,6 +34,17 @@
 // retried. Steps may write chunks to named streams with [WriteStream];
 // clients read them with [Client.ReadStream].
 //
+// Child runs and long-lived runs: [StartChild] starts a run of another workflow
+// whose end resolves a [Future] in the parent, recorded as one operation of the
+// parent's log; the child's ID is derived from the parent's ([ChildRunID]), and
+// its end is appended to the parent's log, which wakes the parent. [Client.Cancel]
+// of the parent cancels its children; of a child, it wakes the parent with the
+// cancellation. (Cancelling a run through the World directly, such as the RPC
+// endpoint's runs.cancel, reaches neither.) [ContinueAsNew] ends a run and starts
+// the next run of its chain with new input and an empty log, so a run that loops
+// for months keeps its replay cost bounded; [Run.Result] follows the chain.
+// [Links] reads the links between runs for tools.
+//
 // Running: [Use] turns a workflow value into a [worlds.Runner]; [Client.Serve] runs
 // a World's deliveries in-process (the embedded World), and [Client.Runner] wraps
 // runners for a World's own worker entry point so they use the client's clock,

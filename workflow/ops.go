@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -164,6 +165,9 @@ func (f *Future[O]) Get(ctx Context) (O, error) {
 		info := worlds.ErrorInfo{Message: "step failed"}
 		if f.rec.done.Error != nil {
 			info = *f.rec.done.Error
+		}
+		if strings.HasPrefix(f.name, childStepPrefix) {
+			return zero, childError(e.runID, f.id, info)
 		}
 		return zero, &StepError{StepID: f.id, StepName: f.name, Info: info}
 	}

@@ -48,6 +48,11 @@ func TestOnWorlds(t *testing.T) {
 		{"NonSerialisableResult", testNonSerialisableResult},
 		{"PanicAfterResume", testPanicAfterResume},
 		{"LongChain", testLongChain},
+		{"ChildRuns", testChildRuns},
+		{"ChildCancel", testChildCancel},
+		{"ChildCancelledAlone", testChildCancelledAlone},
+		{"ContinueAsNew", testContinueAsNew},
+		{"ChildContinuesAsNew", testChildContinuesAsNew},
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {

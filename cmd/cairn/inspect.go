@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/internal/cli"
+	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/worlds"
 )
 
@@ -247,7 +248,7 @@ func inspectWorld(ctx context.Context, in *inspector, what string, rest []string
 			return writeJSON(stdout, run)
 		}
 		printRun(stdout, run)
-		return nil
+		return printLinks(ctx, stdout, w, run)
 	case "steps":
 		return listPages(ctx, in, "steps", func(ctx context.Context, cursor string) (worlds.Page[worlds.Step], error) {
 			return w.ListSteps(ctx, runID, worlds.ListFilter{Limit: o.limit, Cursor: cursor})
@@ -531,4 +532,35 @@ func printStreams(w io.Writer, infos []worlds.StreamInfo) {
 			add(s.Name, fmt.Sprint(s.Chunks), fmt.Sprint(s.Closed), stamp(s.UpdatedAt))
 		}
 	})
+}
+
+// printLinks prints the runs run is linked to: its parent and children
+// (workflow.StartChild) and the runs before and after it in a continue-as-new
+// chain (workflow.ContinueAsNew).
+func printLinks(ctx context.Context, w io.Writer, world worlds.World, run worlds.Run) error {
+	var steps []worlds.Step
+	for f := (worlds.ListFilter{Limit: worlds.MaxPageSize}); ; {
+		p, err := world.ListSteps(ctx, run.RunID, f)
+		if err != nil {
+			return err
+		}
+		steps = append(steps, p.Items...)
+		if f.Cursor = p.Cursor; f.Cursor == "" {
+			break
+		}
+	}
+	l := workflow.Links(run, steps)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	line("Parent", l.Parent)
+	line("Continued from", l.ContinuedFrom)
+	line("Continued as", l.ContinuedAs)
+	for _, c := range l.Children {
+		line("Child", fmt.Sprintf("%s (%s, %s, %s)", c.RunID, c.Workflow, c.StepID, c.Status))
+	}
+	return tw.Flush()
 }

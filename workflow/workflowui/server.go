@@ -300,6 +300,8 @@ type runView struct {
 	Runnable bool `json:"runnable"`
 	// Webhooks reports that the webhook endpoint is mounted next to the UI.
 	Webhooks bool `json:"webhooks"`
+	// Links are the run's parent and children and its continue-as-new neighbours.
+	Links workflow.RunLinks `json:"links"`
 }
 
 // attempt is one attempt of a step.
@@ -388,6 +390,7 @@ func (s *ui) runDetail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Attempts, v.Waits = history(events)
+	v.Links = workflow.Links(run, v.Steps)
 	if v.Streams, err = s.world.ListStreams(ctx, id); err != nil {
 		s.fail(w, r, err)
 		return

@@ -82,6 +82,19 @@ async function listPage() {
 }
 
 // ---- run detail -----------------------------------------------------------
+function runLink(id) { return `<a class="mono" href="#/runs/${esc(encodeURIComponent(id))}">${esc(id)}</a>`; }
+
+// links are the summary rows of a run's parent, children and continue-as-new neighbours.
+function links(l) {
+  return [
+    l.parent ? ["Parent", runLink(l.parent)] : null,
+    l.continuedFrom ? ["Continued from", runLink(l.continuedFrom)] : null,
+    l.continuedAs ? ["Continued as", runLink(l.continuedAs)] : null,
+    l.children && l.children.length ? ["Children", `<ul class="children">${l.children.map(c =>
+      `<li>${runLink(c.runId)} <span class="muted">${esc(c.workflow)} · ${esc(c.stepId)}</span> ${badge(c.status)}</li>`).join("")}</ul>`] : null,
+  ];
+}
+
 async function runPage(id) {
   app.innerHTML = `<p><a href="#/">← all runs</a></p>
   <div class="toolbar"><h1 class="mono" id="run-id">${esc(id)}</h1><span id="run-status"></span><span class="spacer"></span>
@@ -124,6 +137,7 @@ async function runPage(id) {
       r.output !== undefined ? ["Output", `<pre id="run-output">${esc(pretty(r.output))}</pre>`] : null,
       r.error ? ["Error", `<pre class="err">${esc(r.error.message)}${r.error.stack ? "\n\n" + esc(r.error.stack) : ""}</pre>`] : null,
       r.attributes ? ["Attributes", `<pre>${esc(pretty(r.attributes))}</pre>`] : null,
+      ...links(v.links || {}),
     ].filter(Boolean).map(([k, val]) => `<div>${k}</div><div>${val}</div>`).join(""));
     renderSteps(v);
     renderHooks(v.hooks, v.webhooks);

@@ -1,0 +1,155 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// Run attributes of a continue-as-new chain.
+const (
+	// AttrContinuedAs, on a run that ended with [ContinueAsNew], is the ID of the
+	// run that continues it.
+	AttrContinuedAs = "cairn.continued_as"
+	// AttrContinuedFrom, on a run started by [ContinueAsNew], is the ID of the run
+	// it continues.
+	AttrContinuedFrom = "cairn.continued_from"
+	// AttrChain, on a run started by [ContinueAsNew], is the ID of the first run
+	// of its chain.
+	AttrChain = "cairn.chain"
+	// AttrGeneration, on a run started by [ContinueAsNew], counts the runs before
+	// it in its chain (1 for the first continuation).
+	AttrGeneration = "cairn.generation"
+)
+
+// ContinueAsNewError ends a run and starts a fresh run of the same workflow with
+// Input; [ContinueAsNew] returns it for the workflow's Run method to return.
+type ContinueAsNewError struct {
+	// Input is the next run's input, as JSON.
+	Input json.RawMessage
+}
+
+func (e *ContinueAsNewError) Error() string {
+	return "workflow: continue as new (return this error from the workflow's Run method)"
+}
+
+// ContinueAsNew ends the run and starts a fresh run of the same workflow with
+// input in and an empty history, so a workflow that loops for months keeps its
+// log, and the cost of replaying it, bounded. Return its result from the
+// workflow's Run method:
+//
+//	if n%1000 == 0 {
+//		return 0, workflow.ContinueAsNew(ctx, state)
+//	}
+//
+// It returns a *[ContinueAsNewError], or an error matching [ErrSerialization]
+// when in cannot be encoded. The run ends completed, with the attribute
+// [AttrContinuedAs] naming the next run and an output of {"continuedAs": ID};
+// the next run carries [AttrContinuedFrom], [AttrChain], [AttrGeneration] and
+// the run's other attributes, including a child's link to its parent. Its ID is
+// derived from the chain's first run ID ("<first>-cont-<generation>"), so a
+// crash while continuing starts the same run. [Run.Result] and [Client.Wait]
+// follow the chain to its last run; a child that continues as new resolves its
+// parent's future with the last run's end.
+func ContinueAsNew[I any](ctx Context, in I) error {
+	e, err := execOf(ctx)
+	if err != nil {
+		return err
+	}
+	e.enter()
+	raw, err := encode("continue-as-new input", in, e.rt.maxPayload)
+	if err != nil {
+		return err
+	}
+	return &ContinueAsNewError{Input: raw}
+}
+
+// continuation is the next run of a chain.
+type continuation struct {
+	id    string
+	attrs map[string]string
+}
+
+// nextRun derives the run that continues run.
+func nextRun(run worlds.Run) continuation {
+	root := run.Attributes[AttrChain]
+	if root == "" {
+		root = run.RunID
+	}
+	gen, _ := strconv.Atoi(run.Attributes[AttrGeneration])
+	gen++
+	attrs := map[string]string{}
+	for k, v := range run.Attributes {
+		if k != AttrContinuedAs && k != "cancel_reason" {
+			attrs[k] = v
+		}
+	}
+	attrs[AttrContinuedFrom], attrs[AttrChain], attrs[AttrGeneration] = run.RunID, root, strconv.Itoa(gen)
+	return continuation{id: derivedRunID(root, "-cont-"+strconv.Itoa(gen)), attrs: attrs}
+}
+
+// continueAsNew creates the run that continues run with input, or finds it
+// created by an earlier delivery, and returns the events that end run. The next
+// run's first delivery is queued once run has ended ([engine.continued]), so a
+// run that is cancelled meanwhile does not go on.
+func (e *engine) continueAsNew(ctx context.Context, run worlds.Run, input json.RawMessage) ([]worlds.Event, error) {
+	next := nextRun(run)
+	_, err := e.world.Append(ctx, next.id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: run.WorkflowName, Input: input, Attributes: next.attrs})
+	if errors.Is(err, worlds.ErrRunExists) {
+		got, gerr := e.world.GetRun(ctx, next.id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if got.WorkflowName != run.WorkflowName || got.Attributes[AttrContinuedFrom] != run.RunID {
+			return nil, fmt.Errorf("workflow: run ID %s, which continues run %s, is taken by another run", next.id, run.RunID)
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflow: run %s: starting the run that continues it: %w", run.RunID, err)
+	}
+	out, _ := json.Marshal(map[string]string{"continuedAs": next.id})
+	return []worlds.Event{
+		{Type: worlds.EventAttributesSet, Attributes: map[string]string{AttrContinuedAs: next.id}},
+		{Type: worlds.EventRunCompleted, Output: out},
+	}, nil
+}
+
+// continued queues the first delivery of the run that continues run, if it
+// continued as new, once run has ended; and cancels that run when run was
+// cancelled before its end was stored.
+func (e *engine) continued(ctx context.Context, run worlds.Run) error {
+	next := run.Attributes[AttrContinuedAs]
+	if next == "" || run.Status != worlds.RunCompleted {
+		return nil
+	}
+	return e.queueWorkflow(ctx, run.WorkflowName, next, time.Time{}, "start-"+next)
+}
+
+// abandonContinuation cancels the run created to continue run when run ended
+// some other way (it was cancelled while continuing), so the new run does not
+// sit pending for ever.
+func (e *engine) abandonContinuation(ctx context.Context, run worlds.Run) {
+	next := nextRun(run)
+	got, err := e.world.GetRun(ctx, next.id)
+	if err != nil || got.Status != worlds.RunPending || got.Attributes[AttrContinuedFrom] != run.RunID {
+		return
+	}
+	if err := e.cancelRun(ctx, next.id, "the run it continues ended before continuing"); err != nil && !errors.Is(err, worlds.ErrRunFinished) {
+		e.log.WarnContext(ctx, "cancelling an abandoned continuation", "run_id", next.id, "error", err)
+	}
+}
+
+// isContinuation reports whether err asks for continue-as-new.
+func isContinuation(err error) (*ContinueAsNewError, bool) {
+	var c *ContinueAsNewError
+	if errors.As(err, &c) && c != nil {
+		return c, true
+	}
+	return nil, false
+}
