@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -320,24 +319,8 @@ func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opt
 	if id == "" {
 		id = c.eng.ids.NewID()
 	}
-	if _, err := c.eng.world.Append(ctx, id, worlds.Event{
-		Type: worlds.EventRunCreated, WorkflowName: name, Input: raw, Attributes: o.attrs,
-	}); err != nil {
-		if !errors.Is(err, worlds.ErrRunExists) {
-			return nil, fmt.Errorf("workflow: start %s: %w", name, err)
-		}
-		// A retried start: the same run, or a conflict.
-		run, gerr := c.eng.world.GetRun(ctx, id)
-		if gerr != nil || run.WorkflowName != name || !sameJSON(run.Input, raw) {
-			return nil, fmt.Errorf("workflow: start %s: %w", name, err)
-		}
-		if run.Status != worlds.RunPending {
-			return &Run[O]{c: c, id: id}, nil
-		}
-	}
-	if _, err := c.eng.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
-		worlds.QueueOptions{ID: "start-" + id}); err != nil {
-		return nil, fmt.Errorf("workflow: run %s created but its first delivery was not queued: %w", id, err)
+	if _, err := worlds.StartRun(ctx, c.eng.world, id, name, raw, o.attrs); err != nil {
+		return nil, fmt.Errorf("workflow: start %s: %w", name, err)
 	}
 	return &Run[O]{c: c, id: id}, nil
 }
@@ -504,22 +487,4 @@ func (e *engine) closeStreams(ctx context.Context, runID string) {
 			}
 		}
 	}
-}
-
-// sameJSON reports whether a and b hold the same JSON value; absent and null
-// are the same.
-func sameJSON(a, b json.RawMessage) bool {
-	decode := func(raw json.RawMessage) (any, bool) {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			return nil, true
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var v any
-		return v, dec.Decode(&v) == nil
-	}
-	va, oka := decode(a)
-	vb, okb := decode(b)
-	return oka && okb && reflect.DeepEqual(va, vb)
 }

@@ -264,8 +264,8 @@ func (s *ui) startRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]string{"runId": id})
 }
 
-// start creates a run and queues its first delivery, the same two writes
-// workflow.Start makes, for a workflow known only by name.
+// start creates a run and queues its first delivery, as workflow.Start does,
+// for a workflow known only by name.
 func (s *ui) start(ctx context.Context, name string, input json.RawMessage, attrs map[string]string) (string, error) {
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -274,12 +274,8 @@ func (s *ui) start(ctx context.Context, name string, input json.RawMessage, attr
 		return "", err
 	}
 	id := s.opts.NewRunID()
-	if _, err := s.world.Append(ctx, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: name, Input: input, Attributes: attrs}); err != nil {
+	if _, err := worlds.StartRun(ctx, s.world, id, name, input, attrs); err != nil {
 		return "", err
-	}
-	if _, err := s.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: name, RunID: id},
-		worlds.QueueOptions{ID: "start-" + id}); err != nil {
-		return id, fmt.Errorf("run %s created but its first delivery was not queued: %w", id, err)
 	}
 	return id, nil
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 
@@ -339,47 +338,10 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 	return nil, &worlds.ArgumentError{Field: "method", Value: method, Reason: "unknown RPC method"}
 }
 
-// start appends run_created and queues the run's first delivery under the fixed
-// ID start-<runId>. A start retried with the same runId, workflowName and input
-// (after a lost answer, or a queue failure once the run was created) returns the
-// existing run, queued again while it has not started, so the retry is safe;
-// any other start of an existing runId is a conflict matching worlds.ErrRunExists.
+// start creates the run with [worlds.StartRun], so a start retried with the same
+// runId, workflowName and input returns the existing run.
 func (h *rpcHandler) start(ctx context.Context, p params) (worlds.Run, error) {
-	_, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: p.WorkflowName, Input: p.Input, Attributes: p.Attributes})
-	if errors.Is(err, worlds.ErrRunExists) {
-		run, gerr := h.w.GetRun(ctx, p.RunID)
-		if gerr != nil || run.WorkflowName != p.WorkflowName || !sameJSON(run.Input, p.Input) {
-			return worlds.Run{}, err
-		}
-		if run.Status != worlds.RunPending {
-			return run, nil
-		}
-	} else if err != nil {
-		return worlds.Run{}, err
-	}
-	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: p.WorkflowName, RunID: p.RunID}
-	if _, err := h.w.Queue(ctx, in, worlds.QueueOptions{ID: "start-" + p.RunID}); err != nil {
-		return worlds.Run{}, fmt.Errorf("worldhttp: run %s created but not queued (retry runs.start with the same runId and input): %w", p.RunID, err)
-	}
-	return h.w.GetRun(ctx, p.RunID)
-}
-
-// sameJSON reports whether a and b hold the same JSON value; absent and null are
-// the same.
-func sameJSON(a, b json.RawMessage) bool {
-	decode := func(raw json.RawMessage) (any, bool) {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			return nil, true
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var v any
-		return v, dec.Decode(&v) == nil
-	}
-	va, oka := decode(a)
-	vb, okb := decode(b)
-	return oka && okb && reflect.DeepEqual(va, vb)
+	return worlds.StartRun(ctx, h.w, p.RunID, p.WorkflowName, p.Input, p.Attributes)
 }
 
 // HookView is a hook as hooks.get and hooks.list return it: the hook, and its
