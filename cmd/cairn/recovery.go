@@ -18,12 +18,15 @@ import (
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
 )
 
-const sweepUsage = `usage: cairn sweep [--aws] [--dry-run] [--limit N] [--json]
+const sweepUsage = `usage: cairn sweep [--aws] [--dry-run] [--limit N] [--index-legacy] [--json]
 Sends again the deliveries of the AWS World whose SQS message is gone (what the
 deployment's sweeper function does on its cron), and prints what it sent.
 The World comes from the WORKFLOW_* variables (eval "$(terraform output -raw cli_env)").
-  --dry-run  list what a sweep would send, send nothing
-  --limit N  send at most N deliveries`
+  --dry-run       list what a sweep would send, send nothing
+  --limit N       send at most N deliveries
+  --index-legacy  first index the queue records written by a cairn version older
+                  than the sharded list index, so the sweep sees them (once after
+                  upgrading; reads the whole table and needs dynamodb:Scan)`
 
 const redriveUsage = `usage: cairn redrive --dlq URL [--aws] [--max N] [--json]
 Moves dead-lettered deliveries from the dead-letter queue at URL back to the
@@ -64,12 +67,13 @@ var sweepCommand = remoteCommand("sweep", sweepErr)
 
 func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
 	var opts awsworld.SweepOptions
-	var jsonOut, awsFlag bool
+	var jsonOut, awsFlag, indexLegacy bool
 	fs := flag.NewFlagSet("cairn sweep", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&awsFlag, "aws", true, "the AWS World (the only one with a sweeper)")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "send nothing")
 	fs.IntVar(&opts.Limit, "limit", 0, "send at most N")
+	fs.BoolVar(&indexLegacy, "index-legacy", false, "index legacy queue records first")
 	fs.BoolVar(&jsonOut, "json", false, "print JSON")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -79,12 +83,24 @@ func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	if len(pos) > 0 || opts.Limit < 0 {
+	if len(pos) > 0 {
 		return usageErrorf("unexpected arguments %v", pos)
+	}
+	if opts.Limit < 0 {
+		return usageErrorf("--limit %d: must not be negative", opts.Limit)
 	}
 	w, err := openAWSWorld(ctx, getenv)
 	if err != nil {
 		return err
+	}
+	if indexLegacy {
+		n, err := w.IndexLegacyQueueRecords(ctx)
+		if err != nil {
+			return err
+		}
+		if !jsonOut {
+			fmt.Fprintf(stdout, "%d legacy queue records indexed\n", n)
+		}
 	}
 	res, err := w.Sweep(ctx, opts)
 	if err != nil {
@@ -124,8 +140,11 @@ func redriveErr(ctx context.Context, args []string, stdout io.Writer, getenv fun
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	if len(pos) > 0 || opts.Max < 0 {
+	if len(pos) > 0 {
 		return usageErrorf("unexpected arguments %v", pos)
+	}
+	if opts.Max < 0 {
+		return usageErrorf("--max %d: must not be negative", opts.Max)
 	}
 	if dlq == "" {
 		return usageErrorf("--dlq is required: the dead-letter queue URL (terraform output -raw dead_letter_queue_url)")
