@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/worldhttp"
 )
 
 // Doubler is a child workflow: it doubles its input in a step, fails on a
@@ -150,6 +153,35 @@ func testChildCancel(t *testing.T, newWorld func(*testing.T) worlds.World) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A parent cancelled through the RPC's runs.cancel, which writes to the World and
+// wakes the run with no Client involved, still cancels its children.
+func testChildCancelThroughRPC(t *testing.T, newWorld func(*testing.T) worlds.World) {
+	t.Parallel()
+	w := newWorld(t)
+	h := serve(t, w, workflow.Config{}, workflow.Use(Family{}), workflow.Use(Doubler{}))
+	ctx := context.Background()
+	run, err := workflow.Start(ctx, h.c, Family{}, familyIn{Ns: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	childID := workflow.ChildRunID(run.ID(), "step_1")
+	waitStatus(t, w, childID, worlds.RunRunning)
+	srv := httptest.NewServer(worldhttp.RPC(w, worldhttp.Options{}))
+	defer srv.Close()
+	body := `{"method":"runs.cancel","params":{"runId":"` + run.ID() + `","reason":"parent cancelled"}}`
+	res, err := http.Post(srv.URL+"/v1/workflow/rpc", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("runs.cancel: %d", res.StatusCode)
+	}
+	if child := waitStatus(t, w, childID, worlds.RunCancelled); child.CancelReason != "parent cancelled" {
+		t.Fatalf("child cancel reason = %q", child.CancelReason)
 	}
 }
 

@@ -411,6 +411,9 @@ func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 }
 
 func cancelReason(run worlds.Run) string {
+	if run.CancelReason != "" {
+		return run.CancelReason
+	}
 	if r := run.Attributes["cancel_reason"]; r != "" {
 		return r
 	}

@@ -37,16 +37,19 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 				// writes: it replays, which re-queues pending operations.
 				ok, done, err := e.refresh(ctx, d, x)
 				if done {
-					// The run ended or is gone (or could not be read): let go of it.
+					// The run ended or is gone (or could not be read): let go of it,
+					// and let the replay below act on how it ended.
 					e.cache.discard(x, EvictDropped)
-					return err
-				}
-				if ok {
+					if err != nil {
+						return err
+					}
+					x = nil
+				} else if ok {
 					result = CacheHit
 					info.WorkflowName = x.wfName
 				}
 			}
-			if result != CacheHit {
+			if result != CacheHit && x != nil {
 				x.abort()
 				x = nil
 			}
@@ -159,7 +162,14 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			return ctx, nil, nil, true, err
 		}
 		if run.Status.Terminal() {
-			if d.Attempt > 1 {
+			switch {
+			case run.Status == worlds.RunCancelled:
+				// A run cancelled through the World rather than a Client (the RPC's
+				// runs.cancel, a UI over a World) is woken once after it: its children
+				// are cancelled and its parent told here, whatever cancelled it. After
+				// a Client's cancel, this finds everything done already.
+				return ctx, nil, nil, true, e.cancelLinks(ctx, run)
+			case d.Attempt > 1:
 				// The delivery that ended the run may have failed after the end, before
 				// its parent heard of it or its continuation was queued.
 				return ctx, nil, nil, true, errors.Join(e.continued(ctx, run), e.notifyParent(ctx, run))

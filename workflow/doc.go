@@ -37,10 +37,11 @@
 // Child runs and long-lived runs: [StartChild] starts a run of another workflow
 // whose end resolves a [Future] in the parent, recorded as one operation of the
 // parent's log; the child's ID is derived from the parent's ([ChildRunID]), and
-// its end is appended to the parent's log, which wakes the parent. [Client.Cancel]
-// of the parent cancels its children; of a child, it wakes the parent with the
-// cancellation. (Cancelling a run through the World directly, such as the RPC
-// endpoint's runs.cancel, reaches neither.) [ContinueAsNew] ends a run and starts
+// its end is appended to the parent's log, which wakes the parent. Cancelling the
+// parent cancels its children; cancelling a child wakes the parent with the
+// cancellation. [Client.Cancel] does both at once; a cancel written to the World
+// by another entry point (the RPC endpoint's runs.cancel, the web UI over a
+// World) does them in the delivery that wakes the cancelled run. [ContinueAsNew] ends a run and starts
 // the next run of its chain with new input and an empty log, so a run that loops
 // for months keeps its replay cost bounded; [Run.Result] follows the chain.
 // [Links] reads the links between runs for tools.

@@ -50,6 +50,7 @@ func TestOnWorlds(t *testing.T) {
 		{"LongChain", testLongChain},
 		{"ChildRuns", testChildRuns},
 		{"ChildCancel", testChildCancel},
+		{"ChildCancelThroughRPC", testChildCancelThroughRPC},
 		{"ChildCancelledAlone", testChildCancelledAlone},
 		{"ContinueAsNew", testContinueAsNew},
 		{"ChildContinuesAsNew", testChildContinuesAsNew},
