@@ -48,7 +48,8 @@ func (Counter) Run(ctx workflow.Context, n int) (int, error) {
 
 // Child runs and continue-as-new chains on this World, through the Lambda
 // handler: the child's end is recorded in its parent's table partition and wakes
-// the parent; cancelling the parent cancels its sleeping child.
+// the parent; cancelling the parent cancels its sleeping child and deletes the
+// child's wake-up schedule.
 func TestWorkflowChildrenAndContinueAsNew(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -94,12 +95,18 @@ func TestWorkflowChildrenAndContinueAsNew(t *testing.T) {
 	if r, err := e.w.GetRun(ctx, nap); err != nil || r.Status != worlds.RunCancelled || r.Attributes[workflow.AttrParent] != parent.ID() {
 		t.Fatalf("nap child after the parent's cancel = %+v, %v", r, err)
 	}
+	drain(t, e, handler, queues, func() bool { return len(e.sched.Schedules()) == 0 })
 
 	whole, err := workflow.Start(ctx, client, Parent{}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain(t, e, handler, queues, func() bool { return len(e.sched.Schedules()) >= 2 })
+	// The cancelled Nap's schedule is gone, so the one schedule left is the new
+	// parent's Nap asleep.
+	drain(t, e, handler, queues, func() bool {
+		r, err := e.w.GetRun(ctx, workflow.ChildRunID(whole.ID(), "step_1"))
+		return err == nil && r.Status == worlds.RunRunning && len(e.sched.Schedules()) == 1
+	})
 	e.advance(t, 3*time.Hour)
 	drain(t, e, handler, queues, runDone(t, e.w, whole.ID()))
 	if out, err := whole.Result(ctx); err != nil || out != 5+benchSteps+10 {
