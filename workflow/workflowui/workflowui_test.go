@@ -173,7 +173,11 @@ func TestStartResumeComplete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.start(t, `"ada"`)
-	v := e.waitFor(t, id, activeHook)
+	// The view reads steps and hooks one after the other, so it may see the hook
+	// that the step's completion was written with before it sees the completion.
+	v := e.waitFor(t, id, func(v runView) bool {
+		return activeHook(v) && len(v.Steps) == 1 && v.Steps[0].Status.Terminal()
+	})
 	if !v.Runnable || len(v.Steps) != 1 || v.Steps[0].StepName != "greet" || v.Steps[0].Status != worlds.StepCompleted {
 		t.Fatalf("view before resume: %+v", v)
 	}
