@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -85,7 +86,7 @@ func nextRun(run worlds.Run) continuation {
 	gen++
 	attrs := map[string]string{}
 	for k, v := range run.Attributes {
-		if k != AttrContinuedAs && k != "cancel_reason" {
+		if k != AttrContinuedAs && k != "cancel_reason" && !strings.HasPrefix(k, AttrVersionPrefix) {
 			attrs[k] = v
 		}
 	}

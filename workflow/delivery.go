@@ -123,7 +123,7 @@ func (e *engine) refresh(ctx context.Context, d worlds.Delivery, x *execution) (
 		switch {
 		case ev.Type == worlds.EventRunCompleted || ev.Type == worlds.EventRunFailed || ev.Type == worlds.EventRunCancelled:
 			return false, true, nil
-		case ev.Seq != seq+1 || advancing(ev.Type):
+		case ev.Seq != seq+1 || advancing(ev.Type) || (ev.Type == worlds.EventAttributesSet && versionsOf(ev.Attributes, map[string]int{})):
 			return false, false, nil
 		}
 		seq = ev.Seq
@@ -352,6 +352,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			wctx = carry.rctx
 			evs = append(evs, carry.ev)
 		}
+		evs = append(evs, x.marks...)
 		switch x.kind {
 		case outNeedClock:
 			// The code asked for the time of the carried outcome: store it now.
@@ -359,7 +360,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			if err != nil {
 				return fail(err)
 			}
-			head = nil
+			head, x.marks = nil, nil
 			synced := x.applyStored(stored)
 			if carry != nil {
 				carry.stored(e)
@@ -372,6 +373,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			x.proceed(withInfo(ctx, info))
 			continue
 		case outSuspended:
+			x.marks = nil
 		default:
 			x.abort()
 			c := carry
@@ -499,6 +501,8 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 		cause = errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
 		ev = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(cause)}
 	}
+	// A Version marker the code chose since its last write is not needed by any
+	// replay once the run has ended.
 	tail := append(pre, ev)
 	if c == nil {
 		if len(head) > 0 {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -78,6 +79,9 @@ type execution struct {
 
 	pos     int
 	pending []pendingOp
+	// marks are events that record what the code chose ([Version]) rather than
+	// operations; they go first in the next write.
+	marks []worlds.Event
 	// fns are the functions of the steps the execution's deliveries queued, for
 	// their step deliveries while it is cached.
 	fns      map[string]*captured
@@ -162,7 +166,9 @@ func (e *execution) run(ctx context.Context, f flow) {
 				Expected: "step " + e.target, Actual: "return before reaching it"}
 			return
 		}
-		if e.hist.maxPos > e.pos {
+		if e.hist.maxPos > e.pos && !errors.Is(err, ErrUnsupportedVersion) {
+			// (A run on a branch the code no longer has fails with the VersionError
+			// that says so, not with the divergence that follows from it.)
 			next := e.pos + 1
 			for e.hist.byPos[next] == nil {
 				next++

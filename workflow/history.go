@@ -93,13 +93,15 @@ type history struct {
 	// waiting holds the waits not completed yet, so a delivery of a long run
 	// finds the due ones without scanning every operation.
 	waiting map[string]*record
+	// versions are the versions of changes the run recorded ([Version]).
+	versions map[string]int
 }
 
 // eventOverhead estimates the memory of one indexed event besides its payloads.
 const eventOverhead = 320
 
 func buildHistory(run worlds.Run, events []worlds.Event) *history {
-	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}, waiting: map[string]*record{}}
+	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}, waiting: map[string]*record{}, versions: map[string]int{}}
 	h.apply(events)
 	return h
 }
@@ -123,6 +125,9 @@ func (h *history) add(ev *worlds.Event) {
 	case worlds.EventRunStarted:
 		h.started = ev
 		h.newest = max(h.newest, ev.Seq)
+		return
+	case worlds.EventAttributesSet:
+		versionsOf(ev.Attributes, h.versions)
 		return
 	case worlds.EventStepCreated, worlds.EventWaitCreated, worlds.EventHookCreated, worlds.EventHookConflict:
 		kind, pos, ok := parseCorrelationID(ev.CorrelationID)

@@ -54,6 +54,7 @@ func TestOnWorlds(t *testing.T) {
 		{"ChildCancelledAlone", testChildCancelledAlone},
 		{"ContinueAsNew", testContinueAsNew},
 		{"ChildContinuesAsNew", testChildContinuesAsNew},
+		{"Version", testVersion},
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {
