@@ -10,7 +10,10 @@
 // [World.Queue] as [QueueInput] deliveries, at least once; the runtime is idempotent
 // on redelivery. Invalid transitions are rejected with errors matchable with
 // errors.Is against the kinds [ErrEventInvalid], [ErrNotFound], [ErrConflict],
-// [ErrGone] and [ErrTooEarly].
+// [ErrGone] and [ErrTooEarly]. A wait_completed is [ErrTooEarly] before the wait's
+// resume time unless its Reason is [WaitCancelled], which cancels the timer early;
+// the runtime then withdraws the timer's wake-up where the World is a
+// [DeliveryCanceller].
 //
 // Implementations live in sub-packages (worlds/local, worlds/aws) and prove
 // themselves with the conformance suite in worlds/worldtest.

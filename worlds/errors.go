@@ -21,7 +21,8 @@ var (
 	// or cancelled run; a disposed hook; a closed stream).
 	ErrGone = errors.New("worlds: gone")
 	// ErrTooEarly: the event is valid but not yet: a wait completed before its resume
-	// time, a step started again before its retry time.
+	// time (other than cancelled, see [WaitCancelled]), a step started again before
+	// its retry time.
 	ErrTooEarly = errors.New("worlds: too early")
 )
 

@@ -30,10 +30,15 @@ const (
 	EventHookDisposed EventType = "hook_disposed" // -
 
 	EventWaitCreated   EventType = "wait_created"   // ResumeAt
-	EventWaitCompleted EventType = "wait_completed" // -
+	EventWaitCompleted EventType = "wait_completed" // Reason: "" or WaitCancelled
 
 	EventAttributesSet EventType = "attributes_set" // Attributes (merged into the run's attributes)
 )
+
+// WaitCancelled is the Reason of a wait_completed that cancels a timer before it is
+// due (a timer that lost a workflow.Select). Unlike a plain wait_completed it is
+// accepted before the wait's ResumeAt; the wait is completed either way.
+const WaitCancelled = "cancelled"
 
 // EventTypes lists every event type, in a stable order.
 var EventTypes = []EventType{
@@ -86,7 +91,7 @@ type Event struct {
 	Metadata     json.RawMessage   `json:"metadata,omitempty"`     // hook_created
 	Payload      json.RawMessage   `json:"payload,omitempty"`      // hook_received
 	Attributes   map[string]string `json:"attributes,omitempty"`   // run_created, attributes_set
-	Reason       string            `json:"reason,omitempty"`       // run_cancelled
+	Reason       string            `json:"reason,omitempty"`       // run_cancelled; wait_completed ("" or WaitCancelled)
 }
 
 // ErrorInfo is the persisted form of an error raised by workflow or step code.
@@ -157,6 +162,12 @@ func (e *Event) Validate() error {
 	case EventWaitCreated:
 		if e.ResumeAt == nil {
 			return invalid(e, "resumeAt", "required for wait_created")
+		}
+	case EventWaitCompleted:
+		// Reason is free text on run_cancelled, but on wait_completed it changes the
+		// transition: only the values the contract defines are accepted.
+		if e.Reason != "" && e.Reason != WaitCancelled {
+			return invalid(e, "reason", fmt.Sprintf("must be empty or %q for wait_completed, got %q", WaitCancelled, e.Reason))
 		}
 	case EventAttributesSet:
 		if len(e.Attributes) == 0 {

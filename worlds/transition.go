@@ -179,7 +179,8 @@ func Transition(st State, ev Event, now time.Time) (Effect, error) {
 		if st.Wait.Status == WaitCompleted {
 			return Effect{}, rejected(&ev, ErrWaitCompleted, "")
 		}
-		if now.Before(st.Wait.ResumeAt) {
+		// A cancelled timer completes before it is due: that is the point of cancelling it.
+		if ev.Reason != WaitCancelled && now.Before(st.Wait.ResumeAt) {
 			return Effect{}, rejected(&ev, ErrWaitNotDue, "due at "+st.Wait.ResumeAt.Format(time.RFC3339Nano))
 		}
 		w := *st.Wait

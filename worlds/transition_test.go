@@ -43,6 +43,11 @@ func TestTransitionRejects(t *testing.T) {
 		{"receive on disposed hook", State{Run: running, Hook: disposed}, Event{Type: EventHookReceived, CorrelationID: "h1"}, ErrGone, ErrHookDisposed},
 		{"wait completed early", State{Run: running, Wait: wait}, Event{Type: EventWaitCompleted, CorrelationID: "w1"}, ErrTooEarly, ErrWaitNotDue},
 		{"wait created twice", State{Run: running, Wait: wait}, Event{Type: EventWaitCreated, CorrelationID: "w1", ResumeAt: &t0}, ErrConflict, ErrWaitExists},
+		{"wait completed with an unknown reason", State{Run: running, Wait: wait}, Event{Type: EventWaitCompleted, CorrelationID: "w1", Reason: "bogus"}, ErrEventInvalid, nil},
+		{"past wait completed with an unknown reason", State{Run: running, Wait: &Wait{RunID: "r1", WaitID: "w1", Status: WaitWaiting, ResumeAt: t0.Add(-time.Hour)}}, Event{Type: EventWaitCompleted, CorrelationID: "w1", Reason: "timeout"}, ErrEventInvalid, nil},
+		{"cancel of an unknown wait", State{Run: running}, Event{Type: EventWaitCompleted, CorrelationID: "w1", Reason: WaitCancelled}, ErrNotFound, ErrWaitNotFound},
+		{"cancel of a completed wait", State{Run: running, Wait: &Wait{RunID: "r1", WaitID: "w1", Status: WaitCompleted, ResumeAt: t0.Add(time.Hour)}}, Event{Type: EventWaitCompleted, CorrelationID: "w1", Reason: WaitCancelled}, ErrConflict, ErrWaitCompleted},
+		{"cancel on a finished run", State{Run: done, Wait: wait}, Event{Type: EventWaitCompleted, CorrelationID: "w1", Reason: WaitCancelled}, ErrGone, ErrRunFinished},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +142,64 @@ func TestCancelKeepsReason(t *testing.T) {
 	}
 	if eff.Run.Status != RunCancelled || eff.Run.CancelReason != "customer asked" {
 		t.Fatalf("cancelled run = %+v", eff.Run)
+	}
+}
+
+// A timer that lost a Select is completed with Reason WaitCancelled before it is
+// due; it is then completed like any other wait, and completing it again, either
+// way, is ErrWaitCompleted.
+func TestWaitCancelledBeforeDue(t *testing.T) {
+	t.Parallel()
+	run := &Run{RunID: "r1", Status: RunRunning, EventCount: 3}
+	wait := &Wait{RunID: "r1", WaitID: "w1", Status: WaitWaiting, ResumeAt: t0.Add(time.Hour), CreatedAt: t0}
+	eff, err := Transition(State{Run: run, Wait: wait}, Event{RunID: "r1", Type: EventWaitCompleted, CorrelationID: "w1", Reason: WaitCancelled}, t0)
+	if err != nil {
+		t.Fatalf("cancel an hour before the resume time: %v", err)
+	}
+	if eff.Wait == nil || eff.Wait.Status != WaitCompleted || eff.Wait.CompletedAt == nil || !eff.Wait.CompletedAt.Equal(t0) || !eff.Wait.ResumeAt.Equal(wait.ResumeAt) {
+		t.Fatalf("cancelled wait = %+v", eff.Wait)
+	}
+	if eff.Event.Reason != WaitCancelled || eff.Event.Seq != 4 || eff.Run.EventCount != 4 {
+		t.Fatalf("stored event %+v, run %+v", eff.Event, eff.Run)
+	}
+	if wait.Status != WaitWaiting {
+		t.Fatal("Transition modified its input state")
+	}
+	for _, reason := range []string{"", WaitCancelled} {
+		_, err := Transition(State{Run: &eff.Run, Wait: eff.Wait}, Event{RunID: "r1", Type: EventWaitCompleted, CorrelationID: "w1", Reason: reason}, t0.Add(2*time.Hour))
+		if !errors.Is(err, ErrConflict) || !errors.Is(err, ErrWaitCompleted) {
+			t.Errorf("wait_completed (reason %q) after a cancel: %v, want ErrWaitCompleted", reason, err)
+		}
+	}
+	// Once due, a cancel is still accepted: the runtime may lose the race with the wake-up.
+	if _, err := Transition(State{Run: run, Wait: wait}, Event{RunID: "r1", Type: EventWaitCompleted, CorrelationID: "w1", Reason: WaitCancelled}, t0.Add(2*time.Hour)); err != nil {
+		t.Errorf("cancel after the resume time: %v", err)
+	}
+	// Without the reason the wait is still not due.
+	if _, err := Transition(State{Run: run, Wait: wait}, Event{RunID: "r1", Type: EventWaitCompleted, CorrelationID: "w1"}, t0); !errors.Is(err, ErrWaitNotDue) {
+		t.Errorf("plain wait_completed before due: %v, want ErrWaitNotDue", err)
+	}
+}
+
+func TestWaitCompletedReasonValidated(t *testing.T) {
+	t.Parallel()
+	for _, reason := range []string{"bogus", "Cancelled", "cancelled "} {
+		ev := Event{RunID: "r1", Type: EventWaitCompleted, CorrelationID: "w1", Reason: reason}
+		err := ev.Validate()
+		var ee *EventError
+		if !errors.Is(err, ErrEventInvalid) || !errors.As(err, &ee) || ee.Field != "reason" || ee.Type != EventWaitCompleted {
+			t.Errorf("Validate(wait_completed, reason %q) = %v, want ErrEventInvalid naming field reason", reason, err)
+		}
+	}
+	for _, reason := range []string{"", WaitCancelled} {
+		ev := Event{RunID: "r1", Type: EventWaitCompleted, CorrelationID: "w1", Reason: reason}
+		if err := ev.Validate(); err != nil {
+			t.Errorf("Validate(wait_completed, reason %q) = %v", reason, err)
+		}
+	}
+	// run_cancelled keeps its free-text reason.
+	if err := (&Event{RunID: "r1", Type: EventRunCancelled, Reason: "bogus"}).Validate(); err != nil {
+		t.Errorf("run_cancelled with a free-text reason: %v", err)
 	}
 }
 
