@@ -82,6 +82,26 @@ type Server interface {
 	Serve(ctx context.Context, runner Runner) error
 }
 
+// DeliveryCanceller is implemented by Worlds that can withdraw a queued delivery
+// before it runs: the workflow runtime calls it for the wake-up of a cancelled
+// timer (one that lost a workflow.Select, recorded as a wait_completed with Reason
+// [WaitCancelled]), so a wake-up scheduled months ahead does not stay behind in the
+// World's queue or scheduler.
+//
+// From the runtime's view it is best effort: the wait is already completed in the
+// log, so a delivery that was not withdrawn (the World lacks this interface, the
+// call failed, or a worker had already taken the delivery) still arrives, replays
+// the run and finds nothing to do.
+type DeliveryCanceller interface {
+	// CancelDelivery deletes the pending delivery queued under id (the
+	// [QueueOptions.ID] it was queued with), and whatever the World keeps to publish
+	// it later, unless a worker is executing it: a running delivery is left to
+	// finish, or to be retried if it fails. An unknown or already delivered id is
+	// not an error, so a retried call is harmless. An id the World could never have
+	// queued is an *[ArgumentError].
+	CancelDelivery(ctx context.Context, id string) error
+}
+
 // Capabilities lists what a World supports beyond the required contract.
 type Capabilities struct {
 	// Retention: finished runs expire after a configured time.
