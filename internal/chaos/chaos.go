@@ -64,8 +64,8 @@ func (c Counts) Total() int64 {
 	return c.AppendBefore + c.AppendLost + c.QueueBefore + c.Duplicate + c.Late + c.Early
 }
 
-// World is a worlds.World (and worlds.Server, when the wrapped World is one)
-// that injects faults at the configured rates.
+// World is a worlds.World (and worlds.Server and worlds.DeliveryCanceller, when
+// the wrapped World is one) that injects faults at the configured rates.
 type World struct {
 	worlds.World
 	rates Rates
@@ -148,6 +148,16 @@ func (c *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 		opts.DueAt = opts.DueAt.Add(c.jitter(c.rates.LateBy))
 	}
 	return c.World.Queue(ctx, in, opts)
+}
+
+// CancelDelivery forwards to the wrapped World when it is a
+// [worlds.DeliveryCanceller], and otherwise does nothing: cancelling is best
+// effort, and a wake-up left queued finds nothing to do when it arrives.
+func (c *World) CancelDelivery(ctx context.Context, id string) error {
+	if dc, ok := c.World.(worlds.DeliveryCanceller); ok {
+		return dc.CancelDelivery(ctx, id)
+	}
+	return nil
 }
 
 // Serve runs the wrapped World's Serve, handing runner this World (so the

@@ -196,6 +196,17 @@ func (w tracingWorld) Serve(ctx context.Context, r worlds.Runner) error {
 	return srv.Serve(ctx, r)
 }
 
+// CancelDelivery forwards to the wrapped World when it is a
+// [worlds.DeliveryCanceller], so a traced World still withdraws a cancelled
+// timer's wake-up. Otherwise it does nothing and returns nil: cancelling is best
+// effort, and the delivery that still arrives finds nothing to do.
+func (w tracingWorld) CancelDelivery(ctx context.Context, id string) error {
+	if dc, ok := w.World.(worlds.DeliveryCanceller); ok {
+		return dc.CancelDelivery(ctx, id)
+	}
+	return nil
+}
+
 // SubscribeStream forwards to the wrapped World; it is only called when the
 // wrapped World reports LiveStreams.
 func (w tracingWorld) SubscribeStream(runID, name string) (<-chan struct{}, func()) {

@@ -27,8 +27,8 @@ var ErrSchemaVersion = errors.New("local: unsupported database schema version")
 var ErrClosed = errors.New("local: World closed")
 
 // World is the embedded SQLite World. It implements [worlds.World],
-// [worlds.StreamNotifier] and [worlds.Server]. Create it with [Open] and release it
-// with [World.Close].
+// [worlds.StreamNotifier], [worlds.Server] and [worlds.DeliveryCanceller]. Create
+// it with [Open] and release it with [World.Close].
 type World struct {
 	cfg Config
 	db  *sql.DB
@@ -48,9 +48,10 @@ type World struct {
 }
 
 var (
-	_ worlds.World          = (*World)(nil)
-	_ worlds.StreamNotifier = (*World)(nil)
-	_ worlds.Server         = (*World)(nil)
+	_ worlds.World             = (*World)(nil)
+	_ worlds.StreamNotifier    = (*World)(nil)
+	_ worlds.Server            = (*World)(nil)
+	_ worlds.DeliveryCanceller = (*World)(nil)
 )
 
 // Open opens (creating if needed) the database at cfg.Path and returns its World.

@@ -47,6 +47,36 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	return id, nil
 }
 
+// CancelDelivery implements [worlds.DeliveryCanceller]: it deletes the queued
+// delivery id unless a worker holds an unexpired lease on it, in which case the
+// delivery finishes (or is retried) as usual. An unknown or already delivered id
+// is not an error.
+func (w *World) CancelDelivery(ctx context.Context, id string) error {
+	if id == "" {
+		return &worlds.ArgumentError{Field: "id", Value: id, Reason: "required"}
+	}
+	var deleted bool
+	err := w.write(ctx, func(tx *wtx) error {
+		// A lease that ran out belongs to a worker that died: the row is pending again.
+		res, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ? AND (claim = '' OR lease_until <= ?)`, id, w.cfg.wall().UnixNano())
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		deleted = n == 1
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("local: cancel delivery %s: %w", id, err)
+	}
+	if deleted {
+		// The dispatcher may be sleeping until this delivery's due time: let it
+		// look at the earliest one again.
+		w.signal()
+	}
+	return nil
+}
+
 func (w *World) queueTx(ctx context.Context, tx *wtx, id string, in worlds.QueueInput, due time.Time) error {
 	body, err := worlds.MarshalQueueInput(in)
 	if err != nil {

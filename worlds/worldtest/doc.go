@@ -6,8 +6,10 @@
 //	}
 //
 // The suite covers every event type and invalid transition, optimistic concurrency,
-// queue idempotency, redelivery and early arrival, waits, hooks, streams,
-// cancellation, retention and pagination. Behaviour a World declares it lacks in
-// [worlds.Capabilities] is skipped; tests that consume deliveries need a
+// queue idempotency, redelivery and early arrival, waits and cancelled waits,
+// hooks, streams, cancellation, retention and pagination. Behaviour a World
+// declares it lacks in [worlds.Capabilities] is skipped, and so is the
+// withdrawal of queued deliveries when the World is not a
+// [worlds.DeliveryCanceller]; tests that consume deliveries need a
 // [worlds.Server] or a [WithDriver] function.
 package worldtest

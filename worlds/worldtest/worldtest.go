@@ -38,6 +38,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"NotFound", s.notFound},
 		{"ConcurrentAppends", s.concurrentAppends},
 		{"Waits", s.waits},
+		{"CancelledWaits", s.cancelledWaits},
 		{"Hooks", s.hooks},
 		{"Streams", s.streams},
 		{"LiveStreams", s.liveStreams},
@@ -50,6 +51,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"QueueFixedIDOnce", s.queueFixedID},
 		{"Redelivery", s.redelivery},
 		{"EarlyArrival", s.earlyArrival},
+		{"CancelDelivery", s.cancelDelivery},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -357,6 +359,7 @@ func (s *suite) invalidEvents(t *testing.T) {
 		{"long token", worlds.Event{Type: worlds.EventHookCreated, CorrelationID: "h", Token: strings.Repeat("t", worlds.MaxTokenLength+1)}, "token"},
 		{"no resumeAt", worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: "w"}, "resumeAt"},
 		{"no attributes", worlds.Event{Type: worlds.EventAttributesSet}, "attributes"},
+		{"unknown wait reason", worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: "w", Reason: "bogus"}, "reason"},
 		{"no workflow", worlds.Event{Type: worlds.EventRunCreated}, "workflowName"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,7 +16,8 @@ import (
 	"github.com/cairn-go/cairn/worlds"
 )
 
-// World is an in-memory World.
+// World is an in-memory World. It implements worlds.World, worlds.StreamNotifier,
+// worlds.Server and worlds.DeliveryCanceller.
 type World struct {
 	mu      sync.Mutex
 	runs    map[string]*worlds.Run
@@ -39,6 +40,13 @@ type World struct {
 	dup     bool
 	Appends int // number of successful Append calls
 }
+
+var (
+	_ worlds.World             = (*World)(nil)
+	_ worlds.StreamNotifier    = (*World)(nil)
+	_ worlds.Server            = (*World)(nil)
+	_ worlds.DeliveryCanceller = (*World)(nil)
+)
 
 type stream struct {
 	info   worlds.StreamInfo
@@ -177,22 +185,49 @@ func (w *World) GetRun(_ context.Context, runID string) (worlds.Run, error) {
 	return worlds.Run{}, fmt.Errorf("run %s: %w", runID, worlds.ErrRunNotFound)
 }
 
-// ListRuns implements worlds.World without pagination.
+// ListRuns implements worlds.World. The cursor is the last run ID of the page,
+// so runs created meanwhile do not shift the listing.
 func (w *World) ListRuns(_ context.Context, f worlds.RunFilter) (worlds.Page[worlds.Run], error) {
+	limit, err := worlds.PageLimit(f.Limit)
+	if err != nil {
+		return worlds.Page[worlds.Run]{}, err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "RunFilter.Status", Value: f.Status, Reason: "unknown run status"}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var p worlds.Page[worlds.Run]
-	for i := len(w.order) - 1; i >= 0; i-- {
-		r := w.runs[w.order[i]]
-		if (f.WorkflowName == "" || r.WorkflowName == f.WorkflowName) && (f.Status == "" || r.Status == f.Status) {
-			p.Items = append(p.Items, *r)
+	start := len(w.order) - 1
+	if f.Cursor != "" {
+		i := slices.Index(w.order, f.Cursor)
+		if i < 0 {
+			return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "RunFilter.Cursor", Value: f.Cursor, Reason: "not a cursor of this World"}
 		}
+		start = i - 1
+	}
+	var p worlds.Page[worlds.Run]
+	for i := start; i >= 0; i-- {
+		r := w.runs[w.order[i]]
+		if (f.WorkflowName != "" && r.WorkflowName != f.WorkflowName) || (f.Status != "" && r.Status != f.Status) ||
+			(!f.CreatedAfter.IsZero() && !r.CreatedAt.After(f.CreatedAfter)) || (!f.CreatedBefore.IsZero() && !r.CreatedAt.Before(f.CreatedBefore)) {
+			continue
+		}
+		if len(p.Items) == limit {
+			p.Cursor = p.Items[len(p.Items)-1].RunID
+			break
+		}
+		p.Items = append(p.Items, *r)
 	}
 	return p, nil
 }
 
-// ListEvents implements worlds.World with small pages, to exercise paging.
+// ListEvents implements worlds.World with pages of at most 7 events, to exercise
+// paging.
 func (w *World) ListEvents(_ context.Context, runID string, f worlds.EventFilter) (worlds.Page[worlds.Event], error) {
+	limit, err := worlds.PageLimit(f.Limit)
+	if err != nil {
+		return worlds.Page[worlds.Event]{}, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.runs[runID] == nil {
@@ -200,15 +235,32 @@ func (w *World) ListEvents(_ context.Context, runID string, f worlds.EventFilter
 	}
 	from := int(f.AfterSeq)
 	if f.Cursor != "" {
-		from, _ = strconv.Atoi(f.Cursor)
+		if from, err = offset(f.Cursor, "EventFilter.Cursor"); err != nil {
+			return worlds.Page[worlds.Event]{}, err
+		}
 	}
-	evs := w.events[runID]
-	end := min(len(evs), from+7)
-	p := worlds.Page[worlds.Event]{Items: slices.Clone(evs[from:end])}
-	if end < len(evs) {
+	return pageOf(w.events[runID], from, min(limit, 7)), nil
+}
+
+// offset decodes a cursor that is an offset into a listing.
+func offset(cursor, field string) (int, error) {
+	n, err := strconv.Atoi(cursor)
+	if err != nil || n < 0 {
+		return 0, &worlds.ArgumentError{Field: field, Value: cursor, Reason: "not a cursor of this World"}
+	}
+	return n, nil
+}
+
+// pageOf returns up to limit items from offset from, with the offset of the next
+// page as the cursor.
+func pageOf[T any](items []T, from, limit int) worlds.Page[T] {
+	from = min(from, len(items))
+	end := min(len(items), from+limit)
+	p := worlds.Page[T]{Items: slices.Clone(items[from:end])}
+	if end < len(items) {
 		p.Cursor = strconv.Itoa(end)
 	}
-	return p, nil
+	return p
 }
 
 // GetStep implements worlds.World.
@@ -221,15 +273,25 @@ func (w *World) GetStep(_ context.Context, runID, stepID string) (worlds.Step, e
 	return worlds.Step{}, worlds.ErrStepNotFound
 }
 
-// ListSteps implements worlds.World without pagination.
-func (w *World) ListSteps(_ context.Context, runID string, _ worlds.ListFilter) (worlds.Page[worlds.Step], error) {
+// ListSteps implements worlds.World.
+func (w *World) ListSteps(_ context.Context, runID string, f worlds.ListFilter) (worlds.Page[worlds.Step], error) {
+	limit, err := worlds.PageLimit(f.Limit)
+	if err != nil {
+		return worlds.Page[worlds.Step]{}, err
+	}
+	from := 0
+	if f.Cursor != "" {
+		if from, err = offset(f.Cursor, "ListFilter.Cursor"); err != nil {
+			return worlds.Page[worlds.Step]{}, err
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var p worlds.Page[worlds.Step]
+	var steps []worlds.Step
 	for _, id := range w.stepOrd[runID] {
-		p.Items = append(p.Items, *w.steps[runID][id])
+		steps = append(steps, *w.steps[runID][id])
 	}
-	return p, nil
+	return pageOf(steps, from, limit), nil
 }
 
 // GetHook implements worlds.World.
@@ -252,18 +314,35 @@ func (w *World) GetHookByToken(_ context.Context, token string) (worlds.Hook, er
 	return worlds.Hook{}, worlds.ErrHookNotFound
 }
 
-// ListHooks implements worlds.World without pagination.
+// ListHooks implements worlds.World, newest first. The cursor is an offset, so
+// hooks created meanwhile shift a listing over every run; one run's listing is
+// stable once the run stops creating hooks.
 func (w *World) ListHooks(_ context.Context, f worlds.HookFilter) (worlds.Page[worlds.Hook], error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var p worlds.Page[worlds.Hook]
-	for _, h := range w.hooks {
-		if f.RunID == "" || h.RunID == f.RunID {
-			p.Items = append(p.Items, *h)
+	limit, err := worlds.PageLimit(f.Limit)
+	if err != nil {
+		return worlds.Page[worlds.Hook]{}, err
+	}
+	from := 0
+	if f.Cursor != "" {
+		if from, err = offset(f.Cursor, "HookFilter.Cursor"); err != nil {
+			return worlds.Page[worlds.Hook]{}, err
 		}
 	}
-	sort.Slice(p.Items, func(i, j int) bool { return p.Items[i].CreatedAt.After(p.Items[j].CreatedAt) })
-	return p, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var hooks []worlds.Hook
+	for _, h := range w.hooks {
+		if f.RunID == "" || h.RunID == f.RunID {
+			hooks = append(hooks, *h)
+		}
+	}
+	sort.Slice(hooks, func(i, j int) bool {
+		if !hooks[i].CreatedAt.Equal(hooks[j].CreatedAt) {
+			return hooks[i].CreatedAt.After(hooks[j].CreatedAt)
+		}
+		return hooks[i].HookID > hooks[j].HookID
+	})
+	return pageOf(hooks, from, limit), nil
 }
 
 // GetWait implements worlds.World.
@@ -411,6 +490,20 @@ func (w *World) Queue(_ context.Context, in worlds.QueueInput, opts worlds.Queue
 	default:
 	}
 	return id, nil
+}
+
+// CancelDelivery implements worlds.DeliveryCanceller: it removes the queued
+// delivery id. A delivery Serve or RunOne already took is running and is left
+// alone (a failed one is queued again as usual); an unknown id is not an error.
+func (w *World) CancelDelivery(_ context.Context, id string) error {
+	if id == "" {
+		return &worlds.ArgumentError{Field: "id", Value: id, Reason: "required"}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue = slices.DeleteFunc(w.queue, func(d *worlds.Delivery) bool { return d.ID == id })
+	delete(w.ids, id)
+	return nil
 }
 
 // Capabilities implements worlds.World.
