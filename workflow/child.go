@@ -285,6 +285,8 @@ func endedRun(run worlds.Run, ev worlds.Event) worlds.Run {
 		run.Status, run.Output = worlds.RunCompleted, ev.Output
 	case worlds.EventRunFailed:
 		run.Status, run.Error = worlds.RunFailed, ev.Error
+	case worlds.EventRunCancelled:
+		run.Status, run.CancelReason = worlds.RunCancelled, ev.Reason
 	}
 	return run
 }

@@ -79,11 +79,13 @@ type engine struct {
 	queueSteps bool
 	intercept  StepInterceptor
 	cache      *runCache // nil: no run cache
+	steps      *runningSteps
 }
 
 func newEngine(cfg Config) (*engine, error) {
 	e := &engine{world: cfg.World, clock: cfg.Clock, ids: cfg.IDs, log: cfg.Logger, obs: cfg.Observer,
-		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps, intercept: cfg.StepInterceptor}
+		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps, intercept: cfg.StepInterceptor,
+		steps: &runningSteps{}}
 	if e.clock == nil {
 		e.clock = time.Now
 	}
@@ -420,42 +422,50 @@ func cancelReason(run worlds.Run) string {
 	return "cancelled"
 }
 
-// Cancel ends a run as cancelled. Steps already running finish, but their results
-// are discarded and nothing further runs. The children the run started with
-// [StartChild] are cancelled too, unless started with [WithCancelWithParent](false),
-// and a cancelled child's parent is woken with its cancellation. Cancelling a
-// finished run returns an error matching worlds.ErrRunFinished; it also finishes
-// what an earlier Cancel of the run left undone (cancelling its children,
-// telling its parent).
+// Cancel asks a run to stop. A pending run ends cancelled at once. A running
+// run's code is told: its next blocking operation (a step's Get, a sleep, a
+// hook's Receive, a Select) returns an error matching [ErrCancelled], as does
+// every blocking operation after it, and operations it starts afterwards do
+// not run; under [WithoutCancel] they do, for cleanup. Step attempts running in
+// this process see their context cancelled, with the *[CancelledError] as its
+// cause; steps elsewhere run on and their results are ignored. When the code
+// returns, the run ends cancelled, its children started with [StartChild] are
+// cancelled the same way (unless started with [WithCancelWithParent](false)),
+// its parent is woken, and on the AWS World its pending timers' schedules are
+// deleted. Cancel returns once the request is written; [Run.Result] waits for
+// the end. The RPC's runs.cancel and the web UI do the same through
+// [worlds.RequestCancel].
+//
+// Cancelling a finished run returns an error matching worlds.ErrRunFinished;
+// it also finishes what an earlier cancel of the run left undone (cancelling its
+// children, telling its parent).
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	return c.eng.cancelRun(ctx, runID, reason)
 }
 
 func (e *engine) cancelRun(ctx context.Context, runID, reason string) error {
-	if reason == "" {
-		reason = "cancelled"
-	}
-	if err := worlds.ValidateReason(reason); err != nil {
-		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
-	}
-	evs := []worlds.Event{
-		{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
-		{Type: worlds.EventRunCancelled, Reason: reason},
-	}
-	if _, err := e.world.Append(ctx, runID, evs...); err != nil {
+	asked := time.Now()
+	before, err := worlds.RequestCancel(ctx, e.world, runID, reason)
+	if err != nil {
 		err = fmt.Errorf("workflow: cancel run %s: %w", runID, err)
-		if errors.Is(err, worlds.ErrRunFinished) {
-			if run, gerr := e.world.GetRun(ctx, runID); gerr == nil && run.Status == worlds.RunCancelled {
-				err = errors.Join(err, e.cancelLinks(ctx, run))
-			}
+		if errors.Is(err, worlds.ErrRunFinished) && before.Status == worlds.RunCancelled {
+			err = errors.Join(err, e.cancelLinks(ctx, before))
 		}
 		return err
 	}
+	if before.Status != worlds.RunPending {
+		if reason == "" {
+			reason = "cancelled"
+		}
+		e.steps.interrupt(runID, asked, &CancelledError{RunID: runID, Reason: reason})
+		return nil
+	}
+	// A pending run ended at once: nothing of its code ran to clean up.
 	if e.cache != nil {
 		e.cache.drop(runID)
 	}
 	run, gerr := e.world.GetRun(ctx, runID)
-	e.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, worlds.RunCancelled, errors.New(reason))
+	e.obs.RunFinished(ctx, Info{RunID: runID, WorkflowName: before.WorkflowName}, worlds.RunCancelled, errors.New(cancelReason(run)))
 	e.closeStreams(ctx, runID)
 	if gerr != nil {
 		return fmt.Errorf("workflow: run %s cancelled; reading it to cancel its children: %w", runID, gerr)

@@ -63,6 +63,32 @@ func withInfo(ctx context.Context, info Info) context.Context {
 // resumed by a later delivery sees that delivery's values.
 type wfContext struct {
 	exec *execution
+	// detached: made by WithoutCancel, so the run's cancellation does not
+	// interrupt operations called with it.
+	detached bool
+}
+
+// WithoutCancel returns a copy of ctx whose operations the run's cancellation
+// does not interrupt, for the cleanup a cancelled run does before it ends
+// (compensating steps, a last notification):
+//
+//	if _, err := workflow.Step(ctx, "charge", charge, order); errors.Is(err, workflow.ErrCancelled) {
+//		_, _ = workflow.Step(workflow.WithoutCancel(ctx), "refund", refund, order)
+//		return err
+//	}
+//
+// A ctx that is not a workflow Context is returned as is.
+func WithoutCancel(ctx Context) Context {
+	c, ok := ctx.(*wfContext)
+	if !ok {
+		return ctx
+	}
+	return &wfContext{exec: c.exec, detached: true}
+}
+
+func detached(ctx Context) bool {
+	c, ok := ctx.(*wfContext)
+	return ok && c.detached
 }
 
 func (c *wfContext) execution() *execution { return c.exec }

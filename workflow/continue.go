@@ -52,7 +52,9 @@ func (e *ContinueAsNewError) Error() string {
 // when in cannot be encoded. The run ends completed, with the attribute
 // [AttrContinuedAs] naming the next run and an output of {"continuedAs": ID};
 // the next run carries [AttrContinuedFrom], [AttrChain], [AttrGeneration] and
-// the run's other attributes, including a child's link to its parent. Its ID is
+// the run's other attributes, including a child's link to its parent, but not
+// its [Version] records (a new run takes the code's newest version of each
+// change) nor a cancel reason. Its ID is
 // derived from the chain's first run ID ("<first>-cont-<generation>"), so a
 // crash while continuing starts the same run. [Run.Result] and [Client.Wait]
 // follow the chain to its last run; a child that continues as new resolves its

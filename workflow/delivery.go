@@ -95,6 +95,18 @@ func advancing(t worlds.EventType) bool {
 	return false
 }
 
+// marked reports whether ev is a mark only workflow code writes: a Version
+// record or a timer's cancellation.
+func marked(ev worlds.Event) bool {
+	switch ev.Type {
+	case worlds.EventAttributesSet:
+		return versionsOf(ev.Attributes, map[string]int{})
+	case worlds.EventWaitCompleted:
+		return ev.Reason == worlds.WaitCancelled
+	}
+	return false
+}
+
 // refresh brings a cached execution up to the log: it reads the events appended
 // since the execution's last one and applies them, and completes waits now due.
 // ok false means the entry is stale and the run must be replayed; done means the
@@ -123,7 +135,7 @@ func (e *engine) refresh(ctx context.Context, d worlds.Delivery, x *execution) (
 		switch {
 		case ev.Type == worlds.EventRunCompleted || ev.Type == worlds.EventRunFailed || ev.Type == worlds.EventRunCancelled:
 			return false, true, nil
-		case ev.Seq != seq+1 || advancing(ev.Type) || (ev.Type == worlds.EventAttributesSet && versionsOf(ev.Attributes, map[string]int{})):
+		case ev.Seq != seq+1 || advancing(ev.Type) || marked(ev):
 			return false, false, nil
 		}
 		seq = ev.Seq
@@ -352,15 +364,15 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			wctx = carry.rctx
 			evs = append(evs, carry.ev)
 		}
-		evs = append(evs, x.marks...)
 		switch x.kind {
 		case outNeedClock:
 			// The code asked for the time of the carried outcome: store it now.
-			stored, err := e.world.Append(wctx, runID, evs...)
+			stored, err := e.world.Append(wctx, runID, append(evs, x.marks...)...)
 			if err != nil {
 				return fail(err)
 			}
 			head, x.marks = nil, nil
+			e.cancelWakes(wctx, runID, stored)
 			synced := x.applyStored(stored)
 			if carry != nil {
 				carry.stored(e)
@@ -373,7 +385,6 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			x.proceed(withInfo(ctx, info))
 			continue
 		case outSuspended:
-			x.marks = nil
 		default:
 			x.abort()
 			c := carry
@@ -401,6 +412,10 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			// attempt (requeuePending).
 			evs = append(evs, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID})
 		}
+		// Marks (a Version record, a timer's cancellation) go last: a cancelled
+		// timer's wait_created may be in this very write.
+		evs = append(evs, x.marks...)
+		x.marks = nil
 		if len(evs) == 0 {
 			e.keep(x) // waiting for something outside: a step delivery, a hook, a timer
 			return false, nil
@@ -410,6 +425,7 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			return fail(err)
 		}
 		head = nil
+		e.cancelWakes(wctx, runID, stored)
 		synced := x.applyStored(stored)
 		if carry != nil {
 			carry.stored(e)
@@ -474,7 +490,11 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 	var cause error
 	switch x.kind {
 	case outReturned:
-		if can, ok := isContinuation(x.err); ok {
+		if x.hist.cancelSeq > 0 {
+			// The run was asked to stop: whatever its code returned after its
+			// cleanup, it ends cancelled (and does not continue as new).
+			ev, cause = worlds.Event{Type: worlds.EventRunCancelled, Reason: x.hist.cancelReason}, &CancelledError{RunID: info.RunID, Reason: x.hist.cancelReason}
+		} else if can, ok := isContinuation(x.err); ok {
 			evs, err := e.continueAsNew(ctx, x.hist.run, can.Input)
 			if err != nil {
 				if c != nil {
@@ -500,6 +520,17 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 	default:
 		cause = errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
 		ev = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(cause)}
+	}
+	if x.kind == outReturned && x.hist.cancelSeq == 0 {
+		// The execution may not have seen a cancel requested meanwhile (a cached
+		// execution, a step run inline): a run asked to stop ends cancelled, so
+		// let a fresh delivery replay it with the request.
+		if run, err := e.world.GetRun(ctx, info.RunID); err == nil && run.Attributes[worlds.AttrCancelRequested] != "" {
+			if c != nil {
+				return c.settle(e, nil)
+			}
+			return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
+		}
 	}
 	// A Version marker the code chose since its last write is not needed by any
 	// replay once the run has ended.
@@ -575,6 +606,9 @@ func (e *engine) ended(ctx context.Context, info Info, run worlds.Run, tail []wo
 	ev := tail[len(tail)-1]
 	e.finished(ctx, info, ev, cause)
 	view := endedRun(run, ev)
+	if ev.Type == worlds.EventRunCancelled {
+		return e.cancelLinks(ctx, view)
+	}
 	for _, t := range tail {
 		if t.Type == worlds.EventAttributesSet {
 			if view.Attributes == nil {
@@ -590,8 +624,11 @@ func (e *engine) ended(ctx context.Context, info Info, run worlds.Run, tail []wo
 // streams.
 func (e *engine) finished(ctx context.Context, info Info, ev worlds.Event, cause error) {
 	status := worlds.RunCompleted
-	if ev.Type == worlds.EventRunFailed {
+	switch ev.Type {
+	case worlds.EventRunFailed:
 		status = worlds.RunFailed
+	case worlds.EventRunCancelled:
+		status = worlds.RunCancelled
 	}
 	e.obs.RunFinished(ctx, info, status, cause)
 	e.closeStreams(ctx, info.RunID)
@@ -636,6 +673,23 @@ func (e *engine) appendOutcome(ctx context.Context, runID string, ev worlds.Even
 		case <-time.After(wait):
 		}
 		wait *= 2
+	}
+}
+
+// cancelWakes withdraws the wake-ups of the timers whose cancellation is in
+// stored, on Worlds that can. It is best effort: a wake-up that still arrives
+// finds its wait completed and nothing to do.
+func (e *engine) cancelWakes(ctx context.Context, runID string, stored []worlds.Event) {
+	dc, ok := e.world.(worlds.DeliveryCanceller)
+	if !ok {
+		return
+	}
+	for _, ev := range stored {
+		if ev.Type == worlds.EventWaitCompleted && ev.Reason == worlds.WaitCancelled {
+			if err := dc.CancelDelivery(ctx, wakeID(runID, ev.CorrelationID)); err != nil {
+				e.log.WarnContext(ctx, "withdrawing a cancelled timer's wake-up; it finds nothing to do when due", "run_id", runID, "wait_id", ev.CorrelationID, "error", err)
+			}
+		}
 	}
 }
 
@@ -804,13 +858,18 @@ func (e *engine) startAttempt(ctx context.Context, d worlds.Delivery, run worlds
 func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json.RawMessage) (ev worlds.Event, out *StepOutcome, actx, rctx context.Context, cancel context.CancelFunc) {
 	actx = withStepScope(withInfo(ctx, info), stepScope{world: e.world, runID: info.RunID})
 	actx = e.obs.StepStarted(actx, info)
-	callCtx, cancelCall := actx, context.CancelFunc(func() {})
+	// A cancel of the run sent from this process interrupts the attempt.
+	callCtx, cancelRun := context.WithCancelCause(actx)
+	done := e.steps.add(info.RunID, cancelRun)
+	cancelCall := context.CancelFunc(func() {})
 	if c.opts.timeout > 0 {
-		callCtx, cancelCall = context.WithTimeout(actx, c.opts.timeout)
+		callCtx, cancelCall = context.WithTimeout(callCtx, c.opts.timeout)
 	}
 	start := e.clock()
 	output, runErr := e.callStep(callCtx, info, c, input)
 	cancelCall()
+	done()
+	cancelRun(nil)
 	dur := e.clock().Sub(start)
 	rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 

@@ -39,12 +39,23 @@
 // parent's log; the child's ID is derived from the parent's ([ChildRunID]), and
 // its end is appended to the parent's log, which wakes the parent. Cancelling the
 // parent cancels its children; cancelling a child wakes the parent with the
-// cancellation. [Client.Cancel] does both at once; a cancel written to the World
-// by another entry point (the RPC endpoint's runs.cancel, the web UI over a
-// World) does them in the delivery that wakes the cancelled run. [ContinueAsNew] ends a run and starts
+// cancellation. [ContinueAsNew] ends a run and starts
 // the next run of its chain with new input and an empty log, so a run that loops
 // for months keeps its replay cost bounded; [Run.Result] follows the chain.
 // [Links] reads the links between runs for tools.
+//
+// Cancellation reaches the code: after [Client.Cancel] (or the RPC's
+// runs.cancel, or the web UI, all through [worlds.RequestCancel]) the run's next
+// blocking operation returns an error matching [ErrCancelled], operations
+// started afterwards do not run, and steps running in the cancelling process see
+// their context cancelled. Cleanup runs under [WithoutCancel]; when the code
+// returns, the run ends cancelled and its children are cancelled the same way.
+//
+// Changing code under runs in flight: [Version] lets a run that already went
+// past a change point keep the path it took, while runs that reach it under the
+// new code take the new one, recorded per run; [NewTimer] and [Select] wait
+// for whichever of several futures (steps, timers, hook payloads, child runs)
+// resolves first, the same one on every replay.
 //
 // Running: [Use] turns a workflow value into a [worlds.Runner]; [Client.Serve] runs
 // a World's deliveries in-process (the embedded World), and [Client.Runner] wraps

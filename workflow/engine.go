@@ -95,6 +95,9 @@ type execution struct {
 	// stopping is set once the execution decided to end; operations called after
 	// it (from user defers) end the goroutine again.
 	stopping bool
+	// cancelSeen: an operation returned the run's cancellation to the code, so
+	// operations it starts afterwards (without WithoutCancel) do not run.
+	cancelSeen bool
 
 	replaying atomic.Bool
 	closed    atomic.Bool
@@ -323,4 +326,26 @@ func Random(ctx Context) float64 {
 	}
 	e.enter()
 	return e.rng.Float64()
+}
+
+// interrupted reports whether a blocking operation called with ctx, resolved by
+// ev (nil while unresolved), returns the run's cancellation instead: the run
+// was asked to stop and the operation was not resolved before the request in
+// the log, so every replay interrupts it at the same point.
+func (e *execution) interrupted(ctx Context, ev *worlds.Event) error {
+	cs := e.hist.cancelSeq
+	if cs == 0 || detached(ctx) || (ev != nil && ev.Seq < cs) {
+		return nil
+	}
+	e.cancelSeen = true
+	return &CancelledError{RunID: e.runID, Reason: e.hist.cancelReason}
+}
+
+// refused returns the run's cancellation for an operation started with ctx once
+// the code has seen it: the operation is not recorded and does not run.
+func (e *execution) refused(ctx Context) error {
+	if !e.cancelSeen || detached(ctx) {
+		return nil
+	}
+	return &CancelledError{RunID: e.runID, Reason: e.hist.cancelReason}
 }

@@ -27,6 +27,10 @@ var (
 	ErrStepFailed = errors.New("workflow: step failed")
 	// ErrRunFailed: the run ended failed.
 	ErrRunFailed = errors.New("workflow: run failed")
+	// ErrCancelled: this run's cancellation reached its code: the blocking
+	// operation that returns it was interrupted, and operations started after it
+	// do not run (unless called with [WithoutCancel]). Matched by *[CancelledError].
+	ErrCancelled = errors.New("workflow: cancelled")
 	// ErrRunCancelled: the run was cancelled.
 	ErrRunCancelled = errors.New("workflow: run cancelled")
 	// ErrHookConflict: another active hook owns the token a hook asked for.
@@ -173,3 +177,19 @@ func errorInfo(err error) *worlds.ErrorInfo {
 	}
 	return &worlds.ErrorInfo{Message: err.Error(), Type: t.String(), Fatal: IsFatal(err)}
 }
+
+// CancelledError is what workflow operations return once the run was asked to
+// stop with [Client.Cancel] (or the RPC's runs.cancel, or the web UI). It
+// matches [ErrCancelled]. Return it, after any cleanup under
+// [WithoutCancel], and the run ends cancelled.
+type CancelledError struct {
+	RunID  string
+	Reason string
+}
+
+func (e *CancelledError) Error() string {
+	return fmt.Sprintf("workflow: run %s cancelled: %s", e.RunID, e.Reason)
+}
+
+// Is matches [ErrCancelled].
+func (e *CancelledError) Is(target error) bool { return target == ErrCancelled }

@@ -95,6 +95,10 @@ type history struct {
 	waiting map[string]*record
 	// versions are the versions of changes the run recorded ([Version]).
 	versions map[string]int
+	// cancelSeq is the Seq of the run's first cancel request (0: none), and
+	// cancelReason its reason: operations resolved after it are interrupted.
+	cancelSeq    int64
+	cancelReason string
 }
 
 // eventOverhead estimates the memory of one indexed event besides its payloads.
@@ -128,6 +132,9 @@ func (h *history) add(ev *worlds.Event) {
 		return
 	case worlds.EventAttributesSet:
 		versionsOf(ev.Attributes, h.versions)
+		if r, ok := ev.Attributes[worlds.AttrCancelRequested]; ok && h.cancelSeq == 0 {
+			h.cancelSeq, h.cancelReason = ev.Seq, r
+		}
 		return
 	case worlds.EventStepCreated, worlds.EventWaitCreated, worlds.EventHookCreated, worlds.EventHookConflict:
 		kind, pos, ok := parseCorrelationID(ev.CorrelationID)
@@ -156,7 +163,10 @@ func (h *history) add(ev *worlds.Event) {
 		r.started = ev
 	case worlds.EventStepCompleted, worlds.EventStepFailed, worlds.EventWaitCompleted:
 		r.done = ev
-		h.newest = max(h.newest, ev.Seq)
+		if ev.Reason != worlds.WaitCancelled {
+			// A timer's cancellation resolves nothing the code waits for.
+			h.newest = max(h.newest, ev.Seq)
+		}
 		delete(h.waiting, r.id)
 	case worlds.EventHookReceived:
 		r.received = append(r.received, *ev)

@@ -109,6 +109,10 @@ func Go[I, O any](ctx Context, name string, fn func(context.Context, I) (O, erro
 	if err != nil {
 		return &Future[O]{err: err}
 	}
+	if err := e.refused(ctx); err != nil {
+		e.enter()
+		return &Future[O]{err: err}
+	}
 	if name == "" || fn == nil {
 		e.enter()
 		return &Future[O]{err: &ConfigError{Field: "step name and function", Value: fmt.Sprintf("%q", name), Reason: "both are required"}}
@@ -155,7 +159,14 @@ func (f *Future[O]) Get(ctx Context) (O, error) {
 		if f.rec == nil {
 			f.rec = e.hist.byID[f.id]
 		}
-		if f.rec != nil && f.rec.done != nil {
+		var done *worlds.Event
+		if f.rec != nil {
+			done = f.rec.done
+		}
+		if err := e.interrupted(ctx, done); err != nil {
+			return zero, err
+		}
+		if done != nil {
 			break
 		}
 		e.block()
@@ -232,25 +243,7 @@ func Sleep(ctx Context, d time.Duration) error {
 		e.enter()
 		return &ConfigError{Field: "Sleep duration", Value: d, Reason: fmt.Sprintf("longer than this World's maximum delay %s", maxd)}
 	}
-	pos, rec := e.next(opWait, "")
-	id := correlationID(opWait, pos, e.runID)
-	if rec == nil {
-		at := e.rt.clock().Add(d).UTC()
-		e.pending = append(e.pending, pendingOp{kind: opWait, event: worlds.Event{
-			Type: worlds.EventWaitCreated, CorrelationID: id, ResumeAt: &at,
-		}})
-	}
-	for {
-		if rec == nil {
-			rec = e.hist.byID[id]
-		}
-		if rec != nil && rec.done != nil {
-			break
-		}
-		e.block()
-	}
-	e.consume(rec.done)
-	return nil
+	return NewTimer(ctx, d).Get(ctx)
 }
 
 // HookOptions configure [CreateHook].
@@ -280,6 +273,10 @@ type Hook[T any] struct {
 func CreateHook[T any](ctx Context, opts HookOptions) (*Hook[T], error) {
 	e, err := execOf(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.refused(ctx); err != nil {
+		e.enter()
 		return nil, err
 	}
 	if len(opts.Token) > worlds.MaxTokenLength {
@@ -323,14 +320,15 @@ func (h *Hook[T]) Receive(ctx Context) (T, error) {
 		return zero, fmt.Errorf("%w: hook %s", ErrHookDisposed, h.ID)
 	}
 	for {
-		if h.rec == nil {
-			h.rec = e.hist.byID[h.ID]
+		ev, ok := h.readyEvent()
+		if err := e.interrupted(ctx, ev); err != nil {
+			return zero, err
 		}
-		if h.rec != nil && h.rec.created.Type == worlds.EventHookConflict {
+		if ok && h.rec.created.Type == worlds.EventHookConflict {
 			e.consume(&h.rec.created)
 			return zero, fmt.Errorf("%w: token %q", ErrHookConflict, h.Token)
 		}
-		if h.rec != nil && h.next < len(h.rec.received) {
+		if ok {
 			break
 		}
 		e.block()

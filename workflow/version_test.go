@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,12 +14,14 @@ import (
 )
 
 // Versioned is one workflow in three deployments: v1 runs step a, sleeps and
-// runs step b; v2 inserts step check behind Version; v3 drops the v1 path.
-type Versioned struct{ code int }
+// runs step b; v2 inserts step check behind Version; v3 drops the v1 path. The
+// code pointer switches deployments under a running worker.
+type Versioned struct{ code *atomic.Int32 }
 
 func (Versioned) WorkflowName() string { return "versioned" }
 
 func (w Versioned) Run(ctx workflow.Context, nap time.Duration) (string, error) {
+	code := w.code.Load()
 	path := []string{}
 	step := func(name string) error {
 		out, err := workflow.Step(ctx, name, func(context.Context, string) (string, error) { return name, nil }, name)
@@ -28,9 +31,9 @@ func (w Versioned) Run(ctx workflow.Context, nap time.Duration) (string, error) 
 	if err := step("a"); err != nil {
 		return "", err
 	}
-	if w.code >= 2 {
+	if code >= 2 {
 		min := workflow.DefaultVersion
-		if w.code >= 3 {
+		if code >= 3 {
 			min = 1
 		}
 		v, err := workflow.Version(ctx, "insert-check", min, 1)
@@ -55,32 +58,6 @@ func (w Versioned) Run(ctx workflow.Context, nap time.Duration) (string, error) 
 	return strings.Join(path, ","), nil
 }
 
-// deployment serves code on w until stopped, as one deployment of a service.
-func deployment(t *testing.T, w worlds.World, code int) (*workflow.Client, func()) {
-	t.Helper()
-	cfg := workflow.Config{World: w}
-	if cacheOff(t) {
-		cfg.Cache.Disabled = true
-	}
-	c, err := workflow.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Serve(ctx, workflow.Use(Versioned{code: code})) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return c, stop
-}
-
 // A run started under v1 code and asleep when v2 is deployed completes on the v1
 // path; a run started under v2 takes the new step and records its version; v3,
 // which no longer supports the v1 path, fails a v1 run with a VersionError.
@@ -88,25 +65,27 @@ func testVersion(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
-	c1, stop1 := deployment(t, w, 1)
-	old, err := workflow.Start(ctx, c1, Versioned{code: 1}, 300*time.Millisecond)
+	wf := Versioned{code: new(atomic.Int32)}
+	wf.code.Store(1)
+	h := serve(t, w, workflow.Config{}, workflow.Use(wf))
+	// deploy switches the code; a new process starts with an empty run cache.
+	deploy := func(code int32) { wf.code.Store(code); h.c.FlushCache() }
+	old, err := workflow.Start(ctx, h.c, wf, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stuck, err := workflow.Start(ctx, c1, Versioned{code: 1}, time.Hour)
+	stuck, err := workflow.Start(ctx, h.c, wf, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{old.ID(), stuck.ID()} {
 		waitFor(t, func() bool { _, err := w.GetWait(ctx, id, "wait_2"); return err == nil })
 	}
-	stop1()
-
-	c2, stop2 := deployment(t, w, 2)
-	if out, err := workflow.Attach[string](c2, old.ID()).Result(resultCtx(t)); err != nil || out != "a,b" {
+	deploy(2)
+	if out, err := old.Result(resultCtx(t)); err != nil || out != "a,b" {
 		t.Fatalf("v1 run under v2 code = %q, %v; want the v1 path a,b", out, err)
 	}
-	fresh, err := workflow.Start(ctx, c2, Versioned{code: 2}, time.Millisecond)
+	fresh, err := workflow.Start(ctx, h.c, wf, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,14 +98,13 @@ func testVersion(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	if r, _ := w.GetRun(ctx, old.ID()); r.Attributes[workflow.AttrVersionPrefix+"insert-check"] != "" {
 		t.Fatalf("v1 run recorded a version: %v", r.Attributes)
 	}
-	stop2()
 
 	// A delivery of the sleeping run (a hook, a cancel, a redelivery) replays it.
-	c3, _ := deployment(t, w, 3)
+	deploy(3)
 	if _, err := w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "versioned", RunID: stuck.ID()}, worlds.QueueOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = workflow.Attach[string](c3, stuck.ID()).Result(resultCtx(t))
+	_, err = stuck.Result(resultCtx(t))
 	var re *workflow.RunError
 	if !errors.As(err, &re) || !strings.Contains(re.Info.Message, `version -1 of change "insert-check", code supports 1 to 1`) {
 		t.Fatalf("v1 run under v3 code: %v; want the VersionError", err)

@@ -55,6 +55,11 @@ func TestOnWorlds(t *testing.T) {
 		{"ContinueAsNew", testContinueAsNew},
 		{"ChildContinuesAsNew", testChildContinuesAsNew},
 		{"Version", testVersion},
+		{"SelectHookBeforeTimeout", testSelectHookBeforeTimeout},
+		{"SelectTimeout", testSelectTimeout},
+		{"SelectSteps", testSelectSteps},
+		{"CancelIntoCode", testCancelIntoCode},
+		{"CancelRunningStep", testCancelRunningStep},
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {

@@ -439,34 +439,15 @@ func (s *ui) runnable(name string) bool {
 	return slices.Contains(s.opts.Runners.Workflows(), name)
 }
 
-// cancel ends a run as cancelled: through the client when there is one, else with
-// the same writes (the reason as an attribute, run_cancelled, open streams closed),
-// then queues a delivery so the run's worker, wherever it runs, stops it.
+// cancel cancels a run: through the client when there is one, else as the RPC
+// does ([worlds.RequestCancel]), which wakes the run's worker, wherever it runs,
+// to hand the cancellation to the run's code.
 func (s *ui) cancel(ctx context.Context, runID, reason string) error {
 	if s.opts.Client != nil {
 		return s.opts.Client.Cancel(ctx, runID, reason)
 	}
-	evs, err := s.world.Append(ctx, runID,
-		worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"cancel_reason": reason}},
-		worlds.Event{Type: worlds.EventRunCancelled, Reason: reason})
-	if err != nil {
-		return err
-	}
-	if infos, err := s.world.ListStreams(ctx, runID); err == nil {
-		for _, st := range infos {
-			if !st.Closed {
-				_ = s.world.CloseStream(ctx, runID, st.Name)
-			}
-		}
-	}
-	run, err := s.world.GetRun(ctx, evs[0].RunID)
-	if err != nil {
-		return err
-	}
-	if _, err := s.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: run.RunID}, worlds.QueueOptions{}); err != nil {
-		return fmt.Errorf("run %s cancelled but its worker was not woken: %w", run.RunID, err)
-	}
-	return nil
+	_, err := worlds.RequestCancel(ctx, s.world, runID, reason)
+	return err
 }
 
 func (s *ui) rerun(w http.ResponseWriter, r *http.Request) {

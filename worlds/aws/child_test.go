@@ -92,6 +92,12 @@ func TestWorkflowChildrenAndContinueAsNew(t *testing.T) {
 	if err := parent.Cancel(ctx, "stop"); err != nil {
 		t.Fatal(err)
 	}
+	// The parent's code sees the cancellation and ends; its end asks the child
+	// to stop, whose code does the same.
+	drain(t, e, handler, queues, func() bool {
+		r, err := e.w.GetRun(ctx, nap)
+		return err == nil && r.Status.Terminal()
+	})
 	if r, err := e.w.GetRun(ctx, nap); err != nil || r.Status != worlds.RunCancelled || r.Attributes[workflow.AttrParent] != parent.ID() {
 		t.Fatalf("nap child after the parent's cancel = %+v, %v", r, err)
 	}

@@ -58,13 +58,20 @@ func TestHTTPEndpoints(t *testing.T) {
 	if status, _ := call("runs.cancel", map[string]string{"runId": "h1"}); status != 200 {
 		t.Fatalf("cancel: %d", status)
 	}
+	// A running run is asked to stop; asking again while it has not ended is fine.
+	if status, out := call("runs.cancel", map[string]string{"runId": "h1"}); status != 200 || out["result"].(map[string]any)["attributes"].(map[string]any)[worlds.AttrCancelRequested] != "cancelled" {
+		t.Fatalf("cancel twice: %d %v", status, out)
+	}
+	// Once its worker has ended it, a cancel is refused.
+	mustAppend(t, e.w, "h1", worlds.Event{Type: worlds.EventRunCancelled, Reason: "cancelled"})
 	if status, _ := call("runs.cancel", map[string]string{"runId": "h1"}); status != http.StatusGone {
-		t.Fatalf("cancel twice: %d", status)
+		t.Fatalf("cancel after the end: %d", status)
 	}
 	if status, _ := call("runs.list", map[string]any{"createdAfter": time.Now().Add(time.Hour), "createdBefore": time.Now()}); status != 200 {
 		t.Fatalf("empty interval: %d", status)
 	}
-	// The start, the webhook and the cancel each queued a delivery for the run.
+	// The start, the webhook and each of the two accepted cancels queued a
+	// delivery for the run.
 	got := 0
 	for range 5 {
 		out, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
@@ -72,11 +79,11 @@ func TestHTTPEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		got += len(out.Messages)
-		if got >= 3 {
+		if got >= 4 {
 			break
 		}
 	}
-	if got != 3 {
-		t.Fatalf("%d deliveries queued, want 3", got)
+	if got != 4 {
+		t.Fatalf("%d deliveries queued, want 4", got)
 	}
 }

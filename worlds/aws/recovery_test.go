@@ -235,6 +235,16 @@ func TestCancelDeletesPendingSchedules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The cancel's delivery hands the cancellation to each run's code, which
+	// ends it; the ended run's pending deliveries go with it.
+	drain(t, e, handler, queues, func() bool {
+		for _, id := range []string{nap.ID(), retry.ID()} {
+			if r, err := e.w.GetRun(ctx, id); err != nil || r.Status != worlds.RunCancelled {
+				return false
+			}
+		}
+		return true
+	})
 	if s := e.sched.Schedules(); len(s) != 0 {
 		t.Fatalf("schedules left after cancel: %+v", s)
 	}

@@ -18,7 +18,8 @@
 //	              retried with the same runId, workflowName and input it returns that run, queued again if pending)
 //	runs.get      {runId}                                      -> Run
 //	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
-//	runs.cancel   {runId, reason?}                             -> Run (appends run_cancelled, wakes the run)
+//	runs.cancel   {runId, reason?}                             -> Run (worlds.RequestCancel: a pending run ends cancelled,
+//	              a running one gets a cancel request and a delivery that hands it to the run's code)
 //	events.list   {runId, afterSeq?, limit?, cursor?}          -> Page[Event]
 //	steps.list    {runId, limit?, cursor?}                     -> Page[Step]
 //	steps.get     {runId, stepId}                              -> Step

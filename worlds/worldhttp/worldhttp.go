@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -268,21 +267,10 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		if err := need(runID); err != nil {
 			return nil, err
 		}
-		if err := worlds.ValidateReason(p.Reason); err != nil {
+		if _, err := worlds.RequestCancel(ctx, h.w, p.RunID, p.Reason); err != nil {
 			return nil, err
 		}
-		evs, err := h.w.Append(ctx, p.RunID, worlds.Event{Type: worlds.EventRunCancelled, Reason: p.Reason})
-		if err != nil {
-			return nil, err
-		}
-		run, err := h.w.GetRun(ctx, evs[0].RunID)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := h.w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: run.RunID}, worlds.QueueOptions{}); err != nil {
-			return nil, fmt.Errorf("worldhttp: run %s cancelled but not woken: %w", run.RunID, err)
-		}
-		return run, nil
+		return h.w.GetRun(ctx, p.RunID)
 	case "events.list":
 		if err := need(runID); err != nil {
 			return nil, err
