@@ -318,27 +318,33 @@ func (r *Run[O]) ID() string { return r.id }
 func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	var zero O
 	var status worlds.RunStatus
+	id := r.id // the run of the chain the run continued as, if it did
 	err := r.env.drive(ctx, func() bool {
-		run, err := r.env.world.GetRun(ctx, r.id)
-		status = run.Status
-		return err != nil || run.Status.Terminal()
+		for {
+			run, err := r.env.world.GetRun(ctx, id)
+			status = run.Status
+			if err != nil || !run.Status.Terminal() || run.Attributes[workflow.AttrContinuedAs] == "" {
+				return err != nil || run.Status.Terminal()
+			}
+			id = run.Attributes[workflow.AttrContinuedAs]
+		}
 	})
 	if err != nil {
 		return zero, err
 	}
 	if !status.Terminal() {
-		if _, err := r.env.world.GetRun(ctx, r.id); err != nil {
+		if _, err := r.env.world.GetRun(ctx, id); err != nil {
 			return zero, err // no such run
 		}
 		var tokens []string
-		if hooks, err := r.Hooks(ctx); err == nil {
-			for _, h := range hooks {
+		if hooks, err := r.env.world.ListHooks(ctx, worlds.HookFilter{RunID: id}); err == nil {
+			for _, h := range hooks.Items {
 				if h.Status == worlds.HookActive {
 					tokens = append(tokens, strconv.Quote(h.Token))
 				}
 			}
 		}
-		return zero, fmt.Errorf("%w: run %s is %s; active hook tokens: [%s]", ErrBlocked, r.id, status, strings.Join(tokens, " "))
+		return zero, fmt.Errorf("%w: run %s is %s; active hook tokens: [%s]", ErrBlocked, id, status, strings.Join(tokens, " "))
 	}
 	return workflow.Attach[O](r.env.client, r.id).Result(ctx)
 }

@@ -326,3 +326,33 @@ func TestStartTime(t *testing.T) {
 		t.Fatalf("Now after the sleep = %s, want %s", at, want)
 	}
 }
+
+// Countdown continues as new until it reaches zero.
+type Countdown struct{}
+
+func (Countdown) Run(ctx workflow.Context, n int) (int, error) {
+	if n == 0 {
+		return 100, nil
+	}
+	if err := workflow.Sleep(ctx, time.Hour); err != nil {
+		return 0, err
+	}
+	return 0, workflow.ContinueAsNew(ctx, n-1)
+}
+
+// Result follows a continue-as-new chain to its last run, driving every run of
+// it.
+func TestResultFollowsContinueAsNew(t *testing.T) {
+	t.Parallel()
+	env := workflowtest.New()
+	workflowtest.Register(env, Countdown{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run, err := workflowtest.Start(ctx, env, Countdown{}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 100 {
+		t.Fatalf("Result = %d, %v; want the last run's 100", out, err)
+	}
+}
