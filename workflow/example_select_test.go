@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/workflow"
-	"github.com/cairn-go/cairn/worlds/local"
 )
 
 // Reminder waits a day for an approval and sends a reminder when none came.
@@ -57,24 +56,6 @@ func (Booking) Run(ctx workflow.Context, trip string) (string, error) {
 	return "booked " + room, nil
 }
 
-func selectClient() (*workflow.Client, func()) {
-	world, err := local.Open(context.Background(), local.Config{Path: local.Memory})
-	if err != nil {
-		panic(err)
-	}
-	client, err := workflow.NewClient(workflow.Config{World: world, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = client.Serve(ctx, workflow.Use(Reminder{}), workflow.Use(Booking{}))
-	}()
-	return client, func() { cancel(); <-done; _ = world.Close() }
-}
-
 // waitHook waits until the hook with token exists.
 func waitHook(c *workflow.Client, token string) {
 	for {
@@ -86,7 +67,7 @@ func waitHook(c *workflow.Client, token string) {
 }
 
 func ExampleSelect() {
-	client, stop := selectClient()
+	client, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	run, err := workflow.Start(ctx, client, Reminder{}, "approve-42")
@@ -103,7 +84,7 @@ func ExampleSelect() {
 }
 
 func ExampleWithoutCancel() {
-	client, stop := selectClient()
+	client, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	run, err := workflow.Start(ctx, client, Booking{}, "lisbon")

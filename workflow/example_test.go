@@ -38,7 +38,7 @@ func exampleClient() (*workflow.Client, func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = client.Serve(ctx, workflow.Use(Greet{}), workflow.Use(Nap{}), workflow.Use(Approve{}))
+		_ = client.Serve(ctx, workflow.Use(Greet{}), workflow.Use(Nap{}), workflow.Use(Approve{}), workflow.Use(Reminder{}), workflow.Use(Booking{}))
 	}()
 	return client, func() { cancel(); <-done; _ = world.Close() }
 }
