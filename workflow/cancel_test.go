@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/workflow/internal/memworld"
 	"github.com/cairn-go/cairn/worlds"
 )
 
@@ -126,5 +127,69 @@ func testCancelRunningStep(t *testing.T, newWorld func(*testing.T) worlds.World)
 	}
 	if _, err := run.Result(resultCtx(t)); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("Result = %v, want cancelled", err)
+	}
+}
+
+// ContinueOnce continues as new once, then returns its input.
+type ContinueOnce struct{}
+
+func (ContinueOnce) Run(ctx workflow.Context, n int) (int, error) {
+	if n > 0 {
+		return n, nil
+	}
+	return 0, workflow.ContinueAsNew(ctx, 1)
+}
+
+// endFailWorld fails the first append that would end runID.
+type endFailWorld struct {
+	worlds.World
+	runID  string
+	failed atomic.Bool
+}
+
+func (f *endFailWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	for _, ev := range events {
+		if runID == f.runID && ev.Type == worlds.EventRunCompleted && f.failed.CompareAndSwap(false, true) {
+			return nil, errors.New("injected: the end was not written")
+		}
+	}
+	return f.World.Append(ctx, runID, events...)
+}
+
+// A run cancelled after a delivery created its continuation but failed to end
+// it ends cancelled on the redelivery, and takes the continuation with it
+// rather than leaving it pending for ever.
+func TestCancelAfterContinuationCreated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := memworld.New()
+	c, err := workflow.NewClient(workflow.Config{World: w, Cache: workflow.CacheConfig{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := workflow.Start(ctx, c, ContinueOnce{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := &endFailWorld{World: w, runID: run.ID()}
+	r := worldRunner{inner: c.Runner(workflow.Use(ContinueOnce{})), world: fw}
+	w.RunOne(ctx, r)
+	if got, err := w.GetRun(ctx, run.ID()); err != nil || got.Status.Terminal() {
+		t.Fatalf("run after the failed end = %+v, %v; want it still running", got, err)
+	}
+	next := run.ID() + "-cont-1"
+	if got, err := w.GetRun(ctx, next); err != nil || got.Status != worlds.RunPending {
+		t.Fatalf("continuation = %+v, %v; want it created and pending", got, err)
+	}
+	if err := c.Cancel(ctx, run.ID(), "stop"); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		w.RunOne(ctx, r)
+	}
+	for _, id := range []string{run.ID(), next} {
+		if got, err := w.GetRun(ctx, id); err != nil || got.Status != worlds.RunCancelled {
+			t.Fatalf("run %s = %+v, %v; want cancelled", id, got, err)
+		}
 	}
 }

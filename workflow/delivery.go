@@ -492,8 +492,12 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 	case outReturned:
 		if x.hist.cancelSeq > 0 {
 			// The run was asked to stop: whatever its code returned after its
-			// cleanup, it ends cancelled (and does not continue as new).
+			// cleanup, it ends cancelled (and does not continue as new; a
+			// continuation an earlier attempt created is cancelled with it).
 			ev, cause = worlds.Event{Type: worlds.EventRunCancelled, Reason: x.hist.cancelReason}, &CancelledError{RunID: info.RunID, Reason: x.hist.cancelReason}
+			if _, ok := isContinuation(x.err); ok {
+				defer e.abandonContinuation(ctx, x.hist.run)
+			}
 		} else if can, ok := isContinuation(x.err); ok {
 			evs, err := e.continueAsNew(ctx, x.hist.run, can.Input)
 			if err != nil {
