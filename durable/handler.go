@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"log/slog"
 	"math"
 	"strconv"
@@ -37,6 +38,10 @@ type Options struct {
 	Codec *checkpoint.Codec
 	// Logger receives the records of [Context.Logger]; nil discards them.
 	Logger *slog.Logger
+	// LogReplays keeps the records [Context.Logger] gets while the function
+	// replays history; by default they are dropped, so each line is logged once
+	// however often the code before it is replayed.
+	LogReplays bool
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// MaxAttempts bounds step attempts; 0 means 3.
@@ -156,7 +161,10 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		}
 	}
 	x.replaying.Store(len(x.history) > 0)
-	x.logger = slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x}).With(slog.String("durable.execution_arn", x.arn))
+	x.logger = slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x, keep: h.opts.LogReplays}).With(slog.String("durable.execution_arn", x.arn))
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		x.logger = x.logger.With(slog.String("aws.lambda.request_id", lc.AwsRequestID))
+	}
 	ctx, span := h.startInvocationSpan(ctx, x)
 	x.ctx = ctx
 	defer func() { h.endInvocationSpan(span, out, err) }()

@@ -41,15 +41,20 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 type replayHandler struct {
 	inner slog.Handler
 	x     *execution
+	keep  bool // Options.LogReplays
 }
 
 func (h *replayHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return !h.x.replaying.Load() && h.inner.Enabled(ctx, l)
+	return (h.keep || !h.x.replaying.Load()) && h.inner.Enabled(ctx, l)
 }
 
 func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
 	if h.x.replaying.Load() {
-		return nil
+		if !h.keep {
+			return nil
+		}
+		r = r.Clone()
+		r.AddAttrs(slog.Bool("durable.replaying", true))
 	}
 	if info, ok := InfoFrom(ctx); ok && info.OperationID != "" {
 		r = r.Clone()
@@ -60,11 +65,11 @@ func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *replayHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &replayHandler{inner: h.inner.WithAttrs(attrs), x: h.x}
+	return &replayHandler{inner: h.inner.WithAttrs(attrs), x: h.x, keep: h.keep}
 }
 
 func (h *replayHandler) WithGroup(name string) slog.Handler {
-	return &replayHandler{inner: h.inner.WithGroup(name), x: h.x}
+	return &replayHandler{inner: h.inner.WithGroup(name), x: h.x, keep: h.keep}
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
