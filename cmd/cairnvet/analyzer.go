@@ -16,24 +16,30 @@ import (
 // workflowPath is the import path of the package whose Context marks workflow code.
 const workflowPath = "github.com/cairn-go/cairn/workflow"
 
+// durablePath is the import path of the package whose *Context marks durable code.
+const durablePath = "github.com/cairn-go/cairn/durable"
+
 // directive is the comment prefix that accepts a finding.
 const directive = "//cairnvet:ignore"
 
-// Analyzer reports nondeterministic operations and I/O in cairn workflow code.
+// Analyzer reports nondeterministic operations and I/O in cairn workflow code and
+// durable code.
 var Analyzer = &analysis.Analyzer{
 	Name: "cairnvet",
-	Doc: `report nondeterminism and I/O in cairn workflow code
+	Doc: `report nondeterminism and I/O in cairn workflow code and durable code
 
 Workflow code (functions taking a workflow.Context, such as the Run method of a
 workflow.Workflow, and the same-package functions they call) is replayed from the
-run's event log, so it must not read the clock, draw random numbers, start
+run's event log, and durable code (functions taking a *durable.Context, such as a
+durable.Func, and the same-package functions they call) is re-run from the top on
+every Lambda invocation, so neither may read the clock, draw random numbers, start
 goroutines, use channels or select, range over maps, or do I/O outside a step.`,
 	URL: "https://pkg.go.dev/github.com/cairn-go/cairn/cmd/cairnvet",
 	Run: run,
 }
 
 func run(pass *analysis.Pass) (any, error) {
-	if pass.Pkg.Path() == workflowPath || !importsWorkflow(pass.Pkg) {
+	if path := pass.Pkg.Path(); path == workflowPath || path == durablePath || !importsRoots(pass.Pkg) {
 		return nil, nil
 	}
 	c := &checker{
@@ -41,7 +47,7 @@ func run(pass *analysis.Pass) (any, error) {
 		decls:    map[*types.Func]*ast.FuncDecl{},
 		steps:    map[*ast.FuncLit]bool{},
 		rootLits: map[*ast.FuncLit]bool{},
-		visited:  map[*ast.FuncDecl]bool{},
+		visited:  map[visit]bool{},
 		ignored:  map[token.Position]bool{},
 		skipOps:  map[ast.Node]bool{},
 	}
@@ -50,13 +56,92 @@ func run(pass *analysis.Pass) (any, error) {
 	return nil, nil
 }
 
-func importsWorkflow(pkg *types.Package) bool {
+// importsRoots reports whether pkg imports a package whose Context marks the code
+// cairnvet checks: only then can it hold any.
+func importsRoots(pkg *types.Package) bool {
 	for _, imp := range pkg.Imports() {
-		if imp.Path() == workflowPath {
+		if imp.Path() == workflowPath || imp.Path() == durablePath {
 			return true
 		}
 	}
 	return false
+}
+
+// A dialect is one kind of code cairnvet checks, workflow code or durable code,
+// with the replacements its findings name.
+type dialect struct {
+	// code names the kind of code in findings: "workflow code".
+	code string
+	// The reasons that follow "<function> in <code> " in a finding on the clock, a
+	// sleep, a timer, math/rand, crypto/rand and I/O.
+	clock, sleep, timer, random, crypto, io string
+	// The findings on go and select statements, channel sends and receives, and
+	// ranges over a channel.
+	goStmt, selectStmt, send, recv, rangeChan string
+	// stepShape reports whether a function literal of this signature is a step
+	// wherever it is written (a step factory, a table of steps).
+	stepShape func(*types.Signature) bool
+}
+
+// workflowCode is the code of a workflow: functions taking a workflow.Context.
+var workflowCode = &dialect{
+	code:       "workflow code",
+	clock:      "returns a different time on each replay: use workflow.Now",
+	sleep:      "blocks the delivery and does not survive a restart: use workflow.Sleep",
+	timer:      "is not durable: use workflow.Sleep, or workflow.NewTimer with workflow.Select",
+	random:     "returns different values on each replay: use workflow.Random",
+	crypto:     "returns different values on each replay: use workflow.Random, or make the value in a step (workflow.Step)",
+	io:         "is I/O that replay repeats and the run's history does not record: do I/O in a step (workflow.Step)",
+	goStmt:     "go statement in workflow code: start parallel steps with workflow.Go",
+	selectStmt: "select statement in workflow code: wait for the first of several futures with workflow.Select",
+	send:       "channel send in workflow code: pass results through steps (workflow.Go and Future.Get) or workflow.Select",
+	recv:       "channel receive in workflow code: wait for steps with Future.Get (workflow.Go) or workflow.Select",
+	rangeChan:  "range over a channel in workflow code: wait for steps with Future.Get (workflow.Go) or workflow.Select",
+	stepShape:  isStepSig,
+}
+
+// durableCode is the code of a Lambda durable function: functions taking a
+// *durable.Context. Package durable has no replay-safe clock or random source, so
+// those findings send the value to a durable.Step, whose result is checkpointed.
+var durableCode = &dialect{
+	code:       "durable code",
+	clock:      "returns a different time on each replay: do it in a durable.Step",
+	sleep:      "blocks the invocation and does not survive a suspension: use dc.Wait",
+	timer:      "is not durable: use dc.Wait",
+	random:     "returns different values on each replay: do it in a durable.Step",
+	crypto:     "returns different values on each replay: do it in a durable.Step",
+	io:         "is I/O that replay repeats and no checkpoint records: do I/O in a durable.Step",
+	goStmt:     "go statement in durable code: run branches concurrently with durable.Parallel or durable.Map",
+	selectStmt: "select statement in durable code: race branches with durable.Parallel and BatchOptions.MinSuccessful",
+	send:       "channel send in durable code: return results from durable.Parallel or durable.Map branches",
+	recv:       "channel receive in durable code: collect results with durable.Parallel or durable.Map, or wait for an answer with durable.WaitForCallback",
+	rangeChan:  "range over a channel in durable code: collect results with durable.Parallel or durable.Map, or wait for an answer with durable.WaitForCallback",
+	stepShape:  isDurableStepSig,
+}
+
+// rootDialect returns the dialect of a function with signature sig, nil when it is
+// neither workflow code nor durable code by its parameters.
+func rootDialect(sig *types.Signature) *dialect {
+	switch {
+	case isWorkflowSig(sig):
+		return workflowCode
+	case isDurableSig(sig):
+		return durableCode
+	}
+	return nil
+}
+
+// A root is a function whose parameters make it workflow or durable code.
+type root struct {
+	node ast.Node // *ast.FuncDecl or *ast.FuncLit
+	d    *dialect
+}
+
+// A visit is a declaration checked as one dialect's code: a helper that both
+// workflow and durable code call is checked as each.
+type visit struct {
+	decl *ast.FuncDecl
+	d    *dialect
 }
 
 type checker struct {
@@ -64,13 +149,15 @@ type checker struct {
 	// decls maps the package's functions and methods to their declarations, the
 	// nodes of the call graph.
 	decls map[*types.Func]*ast.FuncDecl
-	// steps holds the function literals passed to workflow operations as steps.
+	// steps holds the function literals passed to workflow or durable operations as
+	// steps.
 	steps map[*ast.FuncLit]bool
 	// roots are the declarations and literals whose first parameter is a
-	// workflow.Context, in source order; rootLits marks the literals among them.
-	roots    []ast.Node
+	// workflow.Context or any of whose parameters is a *durable.Context, in source
+	// order; rootLits marks the literals among them.
+	roots    []root
 	rootLits map[*ast.FuncLit]bool
-	visited  map[*ast.FuncDecl]bool
+	visited  map[visit]bool
 	// ignored holds the file and line of every finding a directive accepts.
 	ignored map[token.Position]bool
 	// skipOps holds the channel operations of select cases, reported with their
@@ -88,14 +175,16 @@ func (c *checker) index() {
 			case *ast.FuncDecl:
 				if fn, ok := info.Defs[n.Name].(*types.Func); ok && n.Body != nil {
 					c.decls[fn] = n
-					if isWorkflowSig(fn.Signature()) {
-						c.roots = append(c.roots, n)
+					if d := rootDialect(fn.Signature()); d != nil {
+						c.roots = append(c.roots, root{n, d})
 					}
 				}
 			case *ast.FuncLit:
-				if sig, ok := info.TypeOf(n).(*types.Signature); ok && isWorkflowSig(sig) {
-					c.roots = append(c.roots, n)
-					c.rootLits[n] = true
+				if sig, ok := info.TypeOf(n).(*types.Signature); ok {
+					if d := rootDialect(sig); d != nil {
+						c.roots = append(c.roots, root{n, d})
+						c.rootLits[n] = true
+					}
 				}
 			case *ast.CallExpr:
 				c.indexSteps(n)
@@ -105,12 +194,16 @@ func (c *checker) index() {
 	}
 }
 
-// indexSteps marks the function literals passed to a workflow operation for a
-// parameter of type func(context.Context, ...): the runtime runs them as steps
-// (Step and Go), never as workflow code.
+// indexSteps marks the function literals passed to a workflow or durable operation
+// for a parameter of type func(context.Context, ...): the runtime runs them as
+// steps (workflow.Step and workflow.Go; durable.Step and durable.StepWith, the
+// submit function of durable.WaitForCallback and durable.WaitForCallbackWith, the
+// check function of durable.WaitForCondition), never as replayed code. A literal
+// that takes a *durable.Context as well (the fn of durable.RunInChildContext, a
+// durable.Map function) is marked too, but it is a root, checked on its own.
 func (c *checker) indexSteps(call *ast.CallExpr) {
 	fn, ok := typeutil.Callee(c.pass.TypesInfo, call).(*types.Func)
-	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != workflowPath {
+	if !ok || fn.Pkg() == nil || (fn.Pkg().Path() != workflowPath && fn.Pkg().Path() != durablePath) {
 		return
 	}
 	ft := c.pass.TypesInfo.TypeOf(call.Fun)
@@ -211,10 +304,27 @@ func isWorkflowSig(sig *types.Signature) bool {
 	return sig.Params().Len() > 0 && isNamed(sig.Params().At(0).Type(), workflowPath, "Context")
 }
 
-// isStepSig reports whether a function has the shape of a step,
+// isDurableSig reports whether any of a function's parameters is a *durable.Context.
+func isDurableSig(sig *types.Signature) bool {
+	for v := range sig.Params().Variables() {
+		if p, ok := types.Unalias(v.Type()).(*types.Pointer); ok && isNamed(p.Elem(), durablePath, "Context") {
+			return true
+		}
+	}
+	return false
+}
+
+// isStepSig reports whether a function has the shape of a workflow step,
 // func(context.Context, I) (O, error).
 func isStepSig(sig *types.Signature) bool {
 	return sig.Params().Len() == 2 && isNamed(sig.Params().At(0).Type(), "context", "Context") &&
+		sig.Results().Len() == 2 && types.Identical(sig.Results().At(1).Type(), types.Universe.Lookup("error").Type())
+}
+
+// isDurableStepSig reports whether a function has the shape of a durable step,
+// func(context.Context) (T, error).
+func isDurableStepSig(sig *types.Signature) bool {
+	return sig.Params().Len() == 1 && isNamed(sig.Params().At(0).Type(), "context", "Context") &&
 		sig.Results().Len() == 2 && types.Identical(sig.Results().At(1).Type(), types.Universe.Lookup("error").Type())
 }
 
@@ -227,36 +337,38 @@ func isNamed(t types.Type, path, name string) bool {
 	return obj.Name() == name && obj.Pkg() != nil && obj.Pkg().Path() == path
 }
 
-// work is a function body to check: a root, named by name, or a function reached
-// from the root named from.
+// work is a function body to check as d's code: a root, named by name, or a
+// function reached from the root named from.
 type work struct {
 	body       *ast.BlockStmt
 	name, from string
+	d          *dialect
 }
 
 // check walks every root and, breadth first, the same-package functions they call.
 func (c *checker) check() {
 	var queue []work
-	for _, root := range c.roots {
-		switch root := root.(type) {
+	for _, r := range c.roots {
+		switch n := r.node.(type) {
 		case *ast.FuncDecl:
-			c.visited[root] = true
-			if !hasDirective(root.Doc) {
-				queue = append(queue, work{body: root.Body, name: declName(root)})
+			c.visited[visit{n, r.d}] = true
+			if !hasDirective(n.Doc) {
+				queue = append(queue, work{body: n.Body, name: declName(n), d: r.d})
 			}
 		case *ast.FuncLit:
-			p := c.pass.Fset.Position(root.Pos())
-			queue = append(queue, work{body: root.Body, name: fmt.Sprintf("the workflow function literal at %s:%d", filepath.Base(p.Filename), p.Line)})
+			p := c.pass.Fset.Position(n.Pos())
+			kind, _ := strings.CutSuffix(r.d.code, " code")
+			queue = append(queue, work{body: n.Body, name: fmt.Sprintf("the %s function literal at %s:%d", kind, filepath.Base(p.Filename), p.Line), d: r.d})
 		}
 	}
 	for len(queue) > 0 {
 		w := queue[0]
 		queue = queue[1:]
 		for _, callee := range c.walk(w) {
-			if c.visited[callee] {
+			if c.visited[visit{callee, w.d}] {
 				continue
 			}
-			c.visited[callee] = true
+			c.visited[visit{callee, w.d}] = true
 			if hasDirective(callee.Doc) {
 				continue
 			}
@@ -264,7 +376,7 @@ func (c *checker) check() {
 			if from == "" {
 				from = w.name
 			}
-			queue = append(queue, work{body: callee.Body, from: from})
+			queue = append(queue, work{body: callee.Body, from: from, d: w.d})
 		}
 	}
 }
@@ -326,26 +438,27 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 				return false // a nested root is walked on its own
 			}
 			// A literal of a step function's shape is a step, wherever it is passed
-			// from (a step factory, a table of steps), unless workflow code calls it.
+			// from (a step factory, a table of steps), unless the checked code calls
+			// it.
 			sig, _ := info.TypeOf(n).(*types.Signature)
-			return calledLits[n] || sig == nil || !isStepSig(sig)
+			return calledLits[n] || sig == nil || !w.d.stepShape(sig)
 		case *ast.GoStmt:
-			report(n, "go statement in workflow code: start parallel steps with workflow.Go")
+			report(n, "%s", w.d.goStmt)
 		case *ast.SelectStmt:
-			report(n, "select statement in workflow code: wait for the first of several futures with workflow.Select")
+			report(n, "%s", w.d.selectStmt)
 			for _, cl := range n.Body.List {
 				c.markCommOp(cl.(*ast.CommClause).Comm)
 			}
 		case *ast.SendStmt:
 			if !c.skipOps[n] {
-				report(n, "channel send in workflow code: pass results through steps (workflow.Go and Future.Get) or workflow.Select")
+				report(n, "%s", w.d.send)
 			}
 		case *ast.UnaryExpr:
 			if n.Op == token.ARROW && !c.skipOps[n] {
-				report(n, "channel receive in workflow code: wait for steps with Future.Get (workflow.Go) or workflow.Select")
+				report(n, "%s", w.d.recv)
 			}
 		case *ast.RangeStmt:
-			c.checkRange(n, report)
+			c.checkRange(n, w.d, report)
 		case *ast.CallExpr:
 			if lit, ok := ast.Unparen(n.Fun).(*ast.FuncLit); ok {
 				calledLits[lit] = true
@@ -357,12 +470,12 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 			}
 		case *ast.SelectorExpr:
 			// Report a qualified use (time.Now, f.Write) from its start.
-			if msg := c.forbiddenUse(n.Sel); msg != "" {
+			if msg := c.forbiddenUse(n.Sel, w.d); msg != "" {
 				report(n, "%s", msg)
 				seen[n.Sel] = true
 			}
 		case *ast.Ident:
-			if msg := c.forbiddenUse(n); msg != "" && !seen[n] {
+			if msg := c.forbiddenUse(n, w.d); msg != "" && !seen[n] {
 				report(n, "%s", msg)
 			}
 		}
@@ -371,10 +484,10 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 	return callees
 }
 
-// forbiddenUse returns the finding for a use of id in workflow code, or "".
-func (c *checker) forbiddenUse(id *ast.Ident) string {
+// forbiddenUse returns the finding for a use of id in d's code, or "".
+func (c *checker) forbiddenUse(id *ast.Ident, d *dialect) string {
 	if fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func); ok {
-		return forbidden(fn.Origin())
+		return forbidden(fn.Origin(), d)
 	}
 	return ""
 }
@@ -400,7 +513,7 @@ func (c *checker) markRecv(e ast.Expr) {
 	}
 }
 
-func (c *checker) checkRange(n *ast.RangeStmt, report func(ast.Node, string, ...any)) {
+func (c *checker) checkRange(n *ast.RangeStmt, d *dialect, report func(ast.Node, string, ...any)) {
 	const sortKeys = "sort the keys (slices.Sorted(maps.Keys(m)))"
 	t := c.pass.TypesInfo.TypeOf(n.X)
 	if t == nil {
@@ -408,17 +521,17 @@ func (c *checker) checkRange(n *ast.RangeStmt, report func(ast.Node, string, ...
 	}
 	switch coreType(t).(type) {
 	case *types.Map:
-		report(n.X, "range over a map in workflow code visits keys in a different order on each replay: %s", sortKeys)
+		report(n.X, "range over a map in %s visits keys in a different order on each replay: %s", d.code, sortKeys)
 		return
 	case *types.Chan:
-		report(n.X, "range over a channel in workflow code: wait for steps with Future.Get (workflow.Go) or workflow.Select")
+		report(n.X, "%s", d.rangeChan)
 		return
 	}
 	if call, ok := ast.Unparen(n.X).(*ast.CallExpr); ok {
 		if fn := typeutil.StaticCallee(c.pass.TypesInfo, call); fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "maps" {
 			switch fn.Name() {
 			case "Keys", "Values", "All":
-				report(n.X, "range over maps.%s in workflow code visits keys in a different order on each replay: %s", fn.Name(), sortKeys)
+				report(n.X, "range over maps.%s in %s visits keys in a different order on each replay: %s", fn.Name(), d.code, sortKeys)
 			}
 		}
 	}
@@ -483,12 +596,13 @@ var pureTypes = map[string]bool{
 	"net/http.Header": true, "net/http.Cookie": true,
 }
 
-// forbidden returns the finding for a use of fn in workflow code, or "".
-func forbidden(fn *types.Func) string {
+// forbidden returns the finding for a use of fn in d's code, or "".
+func forbidden(fn *types.Func, d *dialect) string {
 	if fn.Pkg() == nil {
 		return ""
 	}
-	path, name := fn.Pkg().Path(), fn.FullName()
+	// use begins every finding: time.Now in workflow code …
+	path, use := fn.Pkg().Path(), fn.FullName()+" in "+d.code+" "
 	recv := fn.Signature().Recv()
 	switch path {
 	case "time":
@@ -497,19 +611,19 @@ func forbidden(fn *types.Func) string {
 		}
 		switch fn.Name() {
 		case "Now", "Since", "Until":
-			return name + " in workflow code returns a different time on each replay: use workflow.Now"
+			return use + d.clock
 		case "Sleep":
-			return name + " in workflow code blocks the delivery and does not survive a restart: use workflow.Sleep"
+			return use + d.sleep
 		case "After", "Tick", "NewTimer", "NewTicker", "AfterFunc":
-			return name + " in workflow code is not durable: use workflow.Sleep, or workflow.NewTimer with workflow.Select"
+			return use + d.timer
 		}
 		return ""
 	case "math/rand", "math/rand/v2":
-		return name + " in workflow code returns different values on each replay: use workflow.Random"
+		return use + d.random
 	case "crypto/rand":
-		return name + " in workflow code returns different values on each replay: use workflow.Random, or make the value in a step (workflow.Step)"
+		return use + d.crypto
 	}
-	if !ioPackages[path] || pureFuncs[name] {
+	if !ioPackages[path] || pureFuncs[fn.FullName()] {
 		return ""
 	}
 	if recv != nil {
@@ -525,5 +639,5 @@ func forbidden(fn *types.Func) string {
 			return ""
 		}
 	}
-	return name + " in workflow code is I/O that replay repeats and the run's history does not record: do I/O in a step (workflow.Step)"
+	return use + d.io
 }

@@ -1,9 +1,11 @@
-// Command cairnvet reports code that breaks the determinism of cairn workflows: the
-// clock, random numbers, goroutines, channels, map iteration order and I/O used in
-// workflow code instead of in steps. A workflow re-executes from the start on every
-// delivery and replays against its run's event log, so such code takes a different
-// path on replay and fails the run with workflow.ErrNondeterminism, or repeats side
-// effects the log never recorded.
+// Command cairnvet reports code that breaks the determinism of cairn workflows and
+// of Lambda durable functions (package durable): the clock, random numbers,
+// goroutines, channels, map iteration order and I/O used in replayed code instead
+// of in steps. A workflow re-executes from the start on every delivery and replays
+// against its run's event log, so such code takes a different path on replay and
+// fails the run with workflow.ErrNondeterminism, or repeats side effects the log
+// never recorded. A durable function re-runs from the top on every invocation
+// against its checkpoints, with the same consequences.
 //
 // Run it through go vet:
 //
@@ -21,8 +23,20 @@
 // workflow.Step or workflow.Go: a function literal, a named function or a method
 // value) is not workflow code, and neither is a function literal of a step's shape,
 // func(context.Context, I) (O, error), wherever it is written (a step factory, a
-// table of steps) unless workflow code calls it on the spot. In workflow code
-// cairnvet reports:
+// table of steps) unless workflow code calls it on the spot.
+//
+// Durable code is found the same way from every function, method or function
+// literal with a parameter of type *durable.Context, in any position: a
+// durable.Func, the fn of durable.RunInChildContext, a durable.Parallel branch, a
+// durable.Map function, a helper taking the Context. The step bodies of package
+// durable are not durable code: the fn of durable.Step and durable.StepWith, the
+// submit function of durable.WaitForCallback and durable.WaitForCallbackWith, and
+// the check function of durable.WaitForCondition, nor a function literal of a
+// durable step's shape, func(context.Context) (T, error), unless durable code calls
+// it on the spot. A helper that both workflow and durable code reach is checked,
+// and reported, as each.
+//
+// In workflow code cairnvet reports:
 //
 //   - time.Now, time.Since and time.Until (use workflow.Now), time.Sleep (use
 //     workflow.Sleep), and time.After, time.Tick, time.NewTimer, time.NewTicker and
@@ -37,9 +51,16 @@
 //     workflow.Step), except a few pure ones such as os.IsNotExist, net.ParseIP,
 //     http.StatusText and the methods of http.Header.
 //
-// A finding in a function reached through calls names the workflow function it was
-// reached from. To accept one, put a directive with a reason on the line of the
-// finding or on the line above it:
+// In durable code it reports the same, naming what package durable offers instead.
+// Package durable has no replay-safe clock or random source, so the clock,
+// math/rand, math/rand/v2 and crypto/rand go in a durable.Step, whose result is
+// checkpointed; time.Sleep and the timers become dc.Wait; go statements, select
+// statements and channels become durable.Parallel or durable.Map (an answer from
+// outside, durable.WaitForCallback); I/O goes in a durable.Step.
+//
+// A finding in a function reached through calls names the workflow or durable
+// function it was reached from. To accept one, put a directive with a reason on the
+// line of the finding or on the line above it:
 //
 //	for k := range counts { //cairnvet:ignore summing is order-independent
 //

@@ -79,6 +79,28 @@ func TestGoVetVettool(t *testing.T) {
 		}
 	})
 
+	// A durable function against the real durable package, a module of its own
+	// that the root module imports only through go.work: the step and the
+	// WaitForCallback submitter do I/O, which is not among the findings.
+	t.Run("durable findings", func(t *testing.T) {
+		gowork, err := exec.Command(goTool, "env", "GOWORK").Output()
+		if err != nil || strings.TrimSpace(string(gowork)) == "" {
+			t.Skip("package durable resolves only in workspace mode (go.work)")
+		}
+		out, err := vet(t, "./cmd/cairnvet/testdata/vetdurable")
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("go vet: want a non-zero exit for findings, got %v\n%s", err, out)
+		}
+		want := strings.Join([]string{
+			"bad.go:34:2: time.Sleep in durable code blocks the invocation and does not survive a suspension: use dc.Wait",
+			"bad.go:42:20: range over a map in durable code visits keys in a different order on each replay: sort the keys (slices.Sorted(maps.Keys(m))) (reached from Order)",
+		}, "\n")
+		if got := findings(out); got != want {
+			t.Errorf("go vet output:\n%s\nwant:\n%s", got, want)
+		}
+	})
+
 	t.Run("standalone", func(t *testing.T) {
 		cmd := exec.Command(bin, "./cmd/cairnvet/testdata/vet")
 		cmd.Dir = root
