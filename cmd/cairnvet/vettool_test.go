@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -32,10 +33,11 @@ func TestGoVetVettool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vet := func(t *testing.T, pattern string) (string, error) {
+	vet := func(t *testing.T, pattern string, env ...string) (string, error) {
 		t.Helper()
 		cmd := exec.Command(goTool, "vet", "-vettool="+bin, pattern)
 		cmd.Dir = root
+		cmd.Env = append(os.Environ(), env...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -83,11 +85,19 @@ func TestGoVetVettool(t *testing.T) {
 	// that the root module imports only through go.work: the step and the
 	// WaitForCallback submitter do I/O, which is not among the findings.
 	t.Run("durable findings", func(t *testing.T) {
-		gowork, err := exec.Command(goTool, "env", "GOWORK").Output()
-		if err != nil || strings.TrimSpace(string(gowork)) == "" {
-			t.Skip("package durable resolves only in workspace mode (go.work)")
+		// The repository's go.work, even where the tests run with GOWORK=off.
+		work := filepath.Join(root, "go.work")
+		if _, err := os.Stat(work); err != nil {
+			t.Skip("package durable resolves only through the repository's go.work:", err)
 		}
-		out, err := vet(t, "./cmd/cairnvet/testdata/vetdurable")
+		// Workspace mode refuses -mod=mod, which the test command sets.
+		var flags []string
+		for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+			if !strings.HasPrefix(f, "-mod=") {
+				flags = append(flags, f)
+			}
+		}
+		out, err := vet(t, "./cmd/cairnvet/testdata/vetdurable", "GOWORK="+work, "GOFLAGS="+strings.Join(flags, " "))
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
 			t.Fatalf("go vet: want a non-zero exit for findings, got %v\n%s", err, out)
