@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -503,10 +505,49 @@ func replay[T any](ctx context.Context, m *Manager, existing Record, vhash strin
 	if len(data) == 0 {
 		return out, nil
 	}
-	if err := json.Unmarshal(data, &out); err != nil {
+	if err := decodeResponse(data, &out); err != nil {
 		return zero, &UnsupportedValueError{Reason: fmt.Sprintf("stored response for %s does not decode into %T", existing.Key, out), Err: err}
 	}
 	return out, nil
+}
+
+// responseDecoder is a reusable json.Decoder over one stored response at a time.
+// Decoding with it is json.Unmarshal without Unmarshal's per-call state (its decoder,
+// scanner stack and error context), which is most of a replay's allocations.
+type responseDecoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+}
+
+var responseDecoders = sync.Pool{New: func() any {
+	d := new(responseDecoder)
+	d.dec = json.NewDecoder(&d.r)
+	return d
+}}
+
+// maxPooledResponse keeps a decoder whose buffer grew for a large response out of the pool.
+const maxPooledResponse = 16 << 10
+
+// decodeResponse is json.Unmarshal(data, out). A pooled decoder decodes the one value
+// data holds; anything else (an error, trailing data, a large response) goes to
+// json.Unmarshal from the zero value, so results and errors are exactly
+// Unmarshal's. As with Unmarshal, an UnmarshalJSON method must copy the bytes it
+// keeps: they belong to the decoder.
+func decodeResponse[T any](data []byte, out *T) error {
+	if len(data) <= maxPooledResponse {
+		d := responseDecoders.Get().(*responseDecoder)
+		d.r.Reset(data)
+		start := d.dec.InputOffset()
+		if err := d.dec.Decode(out); err == nil && d.dec.InputOffset()-start == int64(len(data)) {
+			d.r.Reset(nil)
+			responseDecoders.Put(d)
+			return nil
+		}
+		// The decoder may hold an error or unread input: drop it.
+		var zero T
+		*out = zero
+	}
+	return json.Unmarshal(data, out)
 }
 
 // run executes fn under an acquired key and records the outcome.
