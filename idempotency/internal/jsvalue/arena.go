@@ -16,6 +16,7 @@ type Arena struct {
 	objs []Obj
 	mems []Member
 	vals []Value
+	p    parser // for ParseOwnedIn, which is not reentrant on one Arena
 }
 
 // Arena capacities, allocated on first use. They fit request payloads of a few

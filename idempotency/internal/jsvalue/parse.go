@@ -50,15 +50,25 @@ var parsers = sync.Pool{New: func() any { return new(parser) }}
 const maxPooledScratch = 4096
 
 func parse(data []byte, src string, wtf8 bool, a *Arena) (Value, error) {
-	p := parsers.Get().(*parser)
+	// An arena carries its own parser; other parses take one from the pool.
+	var p *parser
+	if a != nil {
+		p = &a.p
+	} else {
+		p = parsers.Get().(*parser)
+	}
 	p.data, p.src, p.pos, p.wtf8, p.arena = data, src, 0, wtf8, a
 	defer func() {
-		// Drop references into the document before pooling.
+		// Drop references into the document before reuse.
 		clear(p.members[:p.usedMembers])
 		clear(p.items[:p.usedItems])
 		p.data, p.src, p.usedMembers, p.usedItems, p.arena = nil, "", 0, 0, nil
-		if cap(p.members) <= maxPooledScratch && cap(p.items) <= maxPooledScratch {
+		small := cap(p.members) <= maxPooledScratch && cap(p.items) <= maxPooledScratch
+		switch {
+		case a == nil && small:
 			parsers.Put(p)
+		case a != nil && !small:
+			p.members, p.items = nil, nil
 		}
 	}()
 	p.ws()
@@ -276,6 +286,30 @@ func (p *parser) number() (Value, error) {
 		}
 		if digits() == 0 {
 			return Value{}, p.fail("invalid number exponent")
+		}
+	}
+	// A plain integer of at most 15 digits is exactly representable, so its value is
+	// the one ParseFloat would return.
+	if lit := d[start:p.pos]; len(lit) <= 15 {
+		neg := lit[0] == '-'
+		if neg {
+			lit = lit[1:]
+		}
+		var n int64
+		plain := true
+		for _, c := range lit {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if plain {
+			f := float64(n)
+			if neg {
+				f = -f // -0 stays negative zero, as ParseFloat returns it
+			}
+			return Num(f), nil
 		}
 	}
 	// ParseFloat rounds correctly like JSON.parse; overflow yields ±Inf with ErrRange,
