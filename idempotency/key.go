@@ -80,54 +80,94 @@ func (a HashAlgorithm) appendDigest(dst, data []byte) ([]byte, error) {
 	return base64.StdEncoding.AppendEncode(dst, sum[:n]), nil
 }
 
-// digest returns base64(hash(data)).
-func (a HashAlgorithm) digest(data []byte) (string, error) {
-	var buf [maxDigest]byte
-	d, err := a.appendDigest(buf[:0], data)
-	return string(d), err
-}
-
-// scratch is the reusable state of one key derivation.
+// scratch is the reusable state of one key derivation: the payload's JSON, the
+// parsed payload (whose strings share that JSON and whose objects and arrays live in
+// the arena) and the canonical form being hashed. Nothing derived from it outlives
+// release: keys are new strings, and errors never hold parts of the parsed payload.
 type scratch struct {
-	buf   []byte
-	canon jsvalue.Canonicalizer
+	buf     []byte // canonical form
+	canon   jsvalue.Canonicalizer
+	arena   jsvalue.Arena
+	payload jsonBuf       // the payload's JSON encoding
+	enc     *json.Encoder // writes to payload
 }
 
-// scratches recycles key derivation state, so a key costs one allocation: its string.
-var scratches = sync.Pool{New: func() any { return &scratch{buf: make([]byte, 0, 1024)} }}
+// jsonBuf is an io.Writer appending to a reusable slice.
+type jsonBuf struct{ b []byte }
+
+func (w *jsonBuf) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// scratches recycles key derivation state, so a call derives its key and validation
+// hash with one allocation: the string holding both.
+var scratches = sync.Pool{New: func() any {
+	sc := &scratch{buf: make([]byte, 0, 1024), payload: jsonBuf{b: make([]byte, 0, 1024)}}
+	sc.enc = json.NewEncoder(&sc.payload)
+	return sc
+}}
 
 // maxPooled keeps one huge payload from pinning its buffer in the pool.
 const maxPooled = 64 << 10
 
-// canonicalKey returns prefix + sep + base64(hash(canonical(v))), or just the digest
-// when sep is 0, allocating only the result.
-func canonicalKey(prefix string, sep byte, v jsvalue.Value, alg HashAlgorithm) (string, error) {
-	sc := scratches.Get().(*scratch)
-	defer func() {
-		if cap(sc.buf) <= maxPooled {
-			scratches.Put(sc)
+func getScratch() *scratch { return scratches.Get().(*scratch) }
+
+// release returns sc to the pool; values obtained from sc.toValue are invalid after.
+func (sc *scratch) release() {
+	sc.arena.Reset()
+	if cap(sc.buf) <= maxPooled && cap(sc.payload.b) <= maxPooled {
+		scratches.Put(sc)
+	}
+}
+
+// toValue is the package-level toValue with sc's buffers: the result is valid until
+// sc is released. A json.RawMessage payload is copied into sc, never aliased, so the
+// caller may change it at any time.
+func (sc *scratch) toValue(v any) (jsvalue.Value, error) {
+	if x, ok := v.(json.RawMessage); ok {
+		sc.payload.b = append(sc.payload.b[:0], x...)
+	} else {
+		if val, ok := fromDynamic(&sc.arena, v, 0); ok {
+			return val, nil
 		}
-	}()
+		sc.payload.b = sc.payload.b[:0]
+		// Encoder.Encode writes exactly what json.Marshal returns, and a newline.
+		if err := sc.enc.Encode(v); err != nil {
+			return jsvalue.Value{}, &UnsupportedValueError{Reason: "not representable as JSON", Err: err}
+		}
+		sc.payload.b = sc.payload.b[:len(sc.payload.b)-1]
+	}
+	val, err := jsvalue.ParseOwnedIn(&sc.arena, sc.payload.b)
+	if err != nil {
+		return jsvalue.Value{}, &UnsupportedValueError{Reason: "invalid JSON", Err: err}
+	}
+	return val, nil
+}
+
+// appendDigest appends base64(hash(canonical(v))) to dst.
+func (sc *scratch) appendDigest(dst []byte, v jsvalue.Value, alg HashAlgorithm) ([]byte, error) {
 	canon, ok := sc.canon.Append(sc.buf[:0], v)
 	sc.buf = canon[:0]
 	if !ok {
-		return "", fmt.Errorf("%w: expression result is undefined", ErrUnsupportedValue)
+		return dst, fmt.Errorf("%w: expression result is undefined", ErrUnsupportedValue)
 	}
-	var digest [maxDigest]byte
-	d, err := alg.appendDigest(digest[:0], canon)
-	if err != nil {
-		return "", err
-	}
+	return alg.appendDigest(dst, canon)
+}
+
+// joinKey returns prefix + sep + digest in one allocation (the digest alone when sep
+// is 0).
+func joinKey(prefix string, sep byte, digest []byte) string {
 	var sb strings.Builder
 	if sep == 0 {
-		sb.Grow(len(d))
+		sb.Grow(len(digest))
 	} else {
-		sb.Grow(len(prefix) + 1 + len(d))
+		sb.Grow(len(prefix) + 1 + len(digest))
 		sb.WriteString(prefix)
 		sb.WriteByte(sep)
 	}
-	sb.Write(d)
-	return sb.String(), nil
+	sb.Write(digest)
+	return sb.String()
 }
 
 // CanonicalJSON returns JSON.stringify(deepSort(v)) exactly as the TypeScript library
@@ -156,11 +196,18 @@ func CanonicalJSON(v any) ([]byte, error) {
 // Key returns the idempotency key the TypeScript library derives for payload:
 // <prefix>#<base64(hash(CanonicalJSON(payload)))>.
 func Key(prefix string, payload any, alg HashAlgorithm) (string, error) {
-	val, err := toValue(payload)
+	sc := getScratch()
+	defer sc.release()
+	val, err := sc.toValue(payload)
 	if err != nil {
 		return "", err
 	}
-	return canonicalKey(prefix, '#', val, alg)
+	var buf [maxDigest]byte
+	d, err := sc.appendDigest(buf[:0], val, alg)
+	if err != nil {
+		return "", err
+	}
+	return joinKey(prefix, '#', d), nil
 }
 
 // toValue converts a Go value to the JavaScript value JSON.parse would produce from
@@ -171,7 +218,7 @@ func toValue(v any) (jsvalue.Value, error) {
 	if x, ok := v.(json.RawMessage); ok {
 		return parseJSON(jsvalue.Parse, x)
 	}
-	if val, ok := fromDynamic(v, 0); ok {
+	if val, ok := fromDynamic(nil, v, 0); ok {
 		return val, nil
 	}
 	b, err := json.Marshal(v)
@@ -198,7 +245,8 @@ const maxDynamicDepth = 64
 // invalid bytes), finite float64s (their shortest form parses back to themselves),
 // integers (JSON.parse and Go's conversion both round to the nearest double), and
 // maps sorted by key as encoding/json sorts them. ok is false for anything else.
-func fromDynamic(v any, depth int) (jsvalue.Value, bool) {
+// Objects and arrays come from a (the heap when a is nil).
+func fromDynamic(a *jsvalue.Arena, v any, depth int) (jsvalue.Value, bool) {
 	switch x := v.(type) {
 	case nil:
 		return jsvalue.NullValue, true
@@ -233,10 +281,10 @@ func fromDynamic(v any, depth int) (jsvalue.Value, bool) {
 		if depth >= maxDynamicDepth {
 			return jsvalue.Value{}, false
 		}
-		items := make([]jsvalue.Value, len(x))
+		items := a.Values(len(x))
 		for i, e := range x {
 			var ok bool
-			if items[i], ok = fromDynamic(e, depth+1); !ok {
+			if items[i], ok = fromDynamic(a, e, depth+1); !ok {
 				return jsvalue.Value{}, false
 			}
 		}
@@ -257,14 +305,14 @@ func fromDynamic(v any, depth int) (jsvalue.Value, bool) {
 			if !utf8.ValidString(k) {
 				return jsvalue.Value{}, false
 			}
-			val, ok := fromDynamic(e, depth+1)
+			val, ok := fromDynamic(a, e, depth+1)
 			if !ok {
 				return jsvalue.Value{}, false
 			}
 			members = append(members, jsvalue.Member{Key: k, Val: val})
 		}
 		slices.SortFunc(members, func(a, b jsvalue.Member) int { return strings.Compare(a.Key, b.Key) })
-		return jsvalue.ObjectOf(jsvalue.ObjFrom(members)), true
+		return jsvalue.ObjectOf(a.ObjFrom(members)), true
 	}
 	return jsvalue.Value{}, false
 }

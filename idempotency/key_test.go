@@ -3,8 +3,10 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -92,6 +94,70 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatalf("value changed: %s -> %s (%v)", data, out, err)
 		}
 	})
+}
+
+// TestKeysWithPooledScratch derives keys concurrently for payloads of every size
+// (past the pooled arena's capacity) and shapes (structs, dynamic values, raw JSON),
+// and checks them against digests of CanonicalJSON, which uses no pooled state.
+func TestKeysWithPooledScratch(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, idempotencytest.NewMemoryStore(), func(o *idempotency.Options) {
+		o.EventKeyJMESPath, o.PayloadValidationJMESPath = "[id, items]", "items[*].sku"
+	})
+	type item struct {
+		SKU string `json:"sku"`
+		Qty int    `json:"qty"`
+	}
+	type payload struct {
+		ID    string `json:"id"`
+		Items []item `json:"items"`
+	}
+	digest := func(v any) string {
+		canon, err := idempotency.CanonicalJSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := idempotency.Key("", json.RawMessage(canon), idempotency.MD5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k[1:]
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for n := range 120 {
+				p := payload{ID: fmt.Sprintf("ORD-%d-%d", g, n), Items: []item{}}
+				for i := range n {
+					p.Items = append(p.Items, item{SKU: fmt.Sprintf("S%d", i), Qty: i})
+				}
+				raw, _ := json.Marshal(p)
+				var dynamic any
+				_ = json.Unmarshal(raw, &dynamic)
+				skus := []string{}
+				for _, it := range p.Items {
+					skus = append(skus, it.SKU)
+				}
+				wantKey := "process-order#" + digest([]any{p.ID, p.Items})
+				wantHash := digest(skus)
+				for _, in := range []any{p, dynamic, json.RawMessage(raw)} {
+					key, vhash, ok, err := m.Key(in)
+					if err != nil || !ok || key != wantKey || vhash != wantHash {
+						t.Errorf("Key(%T with %d items) = %s, %s, %v, %v; want %s, %s", in, n, key, vhash, ok, err, wantKey, wantHash)
+						return
+					}
+				}
+				// The raw payload is copied, not aliased: changing it afterwards
+				// changes nothing already derived.
+				key, _, _, _ := m.Key(json.RawMessage(raw))
+				clear(raw)
+				if key != wantKey {
+					t.Errorf("key changed with the payload buffer: %s", key)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func BenchmarkKey(b *testing.B) {

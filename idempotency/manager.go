@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -247,14 +249,22 @@ func (m *Manager) KeyPrefix() string { return m.prefix }
 // Key returns the idempotency key and validation hash the manager derives for payload,
 // without touching the store. ok is false when the request would bypass idempotency.
 func (m *Manager) Key(payload any) (key, validationHash string, ok bool, err error) {
-	val, err := toValue(payload)
+	return m.keysOf(payload)
+}
+
+// keysOf derives the key and validation hash of payload with pooled scratch space.
+func (m *Manager) keysOf(payload any) (key, vhash string, ok bool, err error) {
+	sc := getScratch()
+	defer sc.release()
+	val, err := sc.toValue(payload)
 	if err != nil {
 		return "", "", false, err
 	}
-	return m.keys(val)
+	return m.keys(sc, val)
 }
 
-func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
+// keys returns the key and validation hash of val, both substrings of one new string.
+func (m *Manager) keys(sc *scratch, val jsvalue.Value) (string, string, bool, error) {
 	sel := val
 	if m.keyQuery != nil {
 		var err error
@@ -291,21 +301,24 @@ func (m *Manager) keys(val jsvalue.Value) (string, string, bool, error) {
 		}
 		m.log.Warn("idempotency: no value found for idempotency key", "jmespath", m.keyExpr)
 	}
-	key, err := m.hash(m.prefix, '#', sel)
+	var buf [2 * maxDigest]byte
+	digests, err := m.appendHash(sc, buf[:0], sel)
 	if err != nil {
 		return "", "", false, &KeyError{Query: m.keyExpr, Reason: "cannot hash key selection", Err: err}
 	}
-	var vhash string
+	keyDigest := len(digests)
 	if m.validation != nil {
 		v, err := m.validation.Search(val)
 		if err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "validation expression failed", Err: err}
 		}
-		if vhash, err = m.hash("", 0, v); err != nil {
+		if digests, err = m.appendHash(sc, digests, v); err != nil {
 			return "", "", false, &KeyError{Query: m.validation.String(), Reason: "cannot hash validation selection", Err: err}
 		}
 	}
-	return key, vhash, true, nil
+	both := joinKey(m.prefix, '#', digests)
+	split := len(m.prefix) + 1 + keyDigest
+	return both[:split], both[split:], true, nil
 }
 
 // logBypass reports a request that runs without idempotency because the key
@@ -330,27 +343,23 @@ func (m *Manager) logBypass(hint string) {
 	m.log.Log(context.Background(), level, msg, attrs...)
 }
 
-// hash digests a selection with the canonical form or the custom serialiser and
-// returns prefix + sep + digest (the digest alone when sep is 0).
-func (m *Manager) hash(prefix string, sep byte, v jsvalue.Value) (string, error) {
+// appendHash appends the digest of a selection, hashed in the canonical form or the
+// custom serialiser's, to dst.
+func (m *Manager) appendHash(sc *scratch, dst []byte, v jsvalue.Value) ([]byte, error) {
 	if m.serialize == nil {
-		return canonicalKey(prefix, sep, v, m.alg)
+		return sc.appendDigest(dst, v, m.alg)
 	}
 	var goValue any
 	if b, ok := jsvalue.Stringify(v); ok {
 		if err := json.Unmarshal(b, &goValue); err != nil {
-			return "", err
+			return dst, err
 		}
 	}
 	b, err := m.serialize(goValue)
 	if err != nil {
-		return "", err
+		return dst, err
 	}
-	d, err := m.alg.digest(b)
-	if err != nil || sep == 0 {
-		return d, err
-	}
-	return prefix + string(sep) + d, nil
+	return m.alg.appendDigest(dst, b)
 }
 
 // missingKey is the reference's isMissingIdempotencyKey.
@@ -364,8 +373,8 @@ func missingKey(v jsvalue.Value) bool {
 		}
 		return true
 	case jsvalue.Object:
-		for _, e := range v.Obj.Values() {
-			if e.Truthy() {
+		for _, e := range v.Obj.Members() {
+			if e.Val.Truthy() {
 				return false
 			}
 		}
@@ -388,11 +397,7 @@ func Execute[T any](ctx context.Context, m *Manager, payload any, fn func(contex
 		return fn(ctx)
 	}
 	var zero T
-	val, err := toValue(payload)
-	if err != nil {
-		return zero, err
-	}
-	key, vhash, ok, err := m.keys(val)
+	key, vhash, ok, err := m.keysOf(payload)
 	if err != nil {
 		return zero, err
 	}
@@ -500,10 +505,49 @@ func replay[T any](ctx context.Context, m *Manager, existing Record, vhash strin
 	if len(data) == 0 {
 		return out, nil
 	}
-	if err := json.Unmarshal(data, &out); err != nil {
+	if err := decodeResponse(data, &out); err != nil {
 		return zero, &UnsupportedValueError{Reason: fmt.Sprintf("stored response for %s does not decode into %T", existing.Key, out), Err: err}
 	}
 	return out, nil
+}
+
+// responseDecoder is a reusable json.Decoder over one stored response at a time.
+// Decoding with it is json.Unmarshal without Unmarshal's per-call state (its decoder,
+// scanner stack and error context), which is most of a replay's allocations.
+type responseDecoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+}
+
+var responseDecoders = sync.Pool{New: func() any {
+	d := new(responseDecoder)
+	d.dec = json.NewDecoder(&d.r)
+	return d
+}}
+
+// maxPooledResponse keeps a decoder whose buffer grew for a large response out of the pool.
+const maxPooledResponse = 16 << 10
+
+// decodeResponse is json.Unmarshal(data, out). A pooled decoder decodes the one value
+// data holds; anything else (an error, trailing data, a large response) goes to
+// json.Unmarshal from the zero value, so results and errors are exactly
+// Unmarshal's. As with Unmarshal, an UnmarshalJSON method must copy the bytes it
+// keeps: they belong to the decoder.
+func decodeResponse[T any](data []byte, out *T) error {
+	if len(data) <= maxPooledResponse {
+		d := responseDecoders.Get().(*responseDecoder)
+		d.r.Reset(data)
+		start := d.dec.InputOffset()
+		if err := d.dec.Decode(out); err == nil && d.dec.InputOffset()-start == int64(len(data)) {
+			d.r.Reset(nil)
+			responseDecoders.Put(d)
+			return nil
+		}
+		// The decoder may hold an error or unread input: drop it.
+		var zero T
+		*out = zero
+	}
+	return json.Unmarshal(data, out)
 }
 
 // run executes fn under an acquired key and records the outcome.

@@ -205,3 +205,19 @@ func BenchmarkParseCanonical(b *testing.B) {
 		buf, _ = c.Append(buf[:0], v)
 	}
 }
+
+// TestParseIntegersAsParseFloat checks the integer fast path against ParseFloat.
+func TestParseIntegersAsParseFloat(t *testing.T) {
+	t.Parallel()
+	for _, lit := range []string{"0", "-0", "7", "-7", "42", "123456789012345", "-123456789012345", "999999999999999",
+		"1234567890123456", "9007199254740993", "12345678901234567890", "1.5", "-0.0", "1e3", "10E-1"} {
+		v, err := Parse([]byte(lit))
+		if err != nil {
+			t.Fatalf("%s: %v", lit, err)
+		}
+		want, _ := strconv.ParseFloat(lit, 64)
+		if v.Kind != Number || math.Float64bits(v.N) != math.Float64bits(want) {
+			t.Errorf("%s parsed as %v (bits %x), want %v (bits %x)", lit, v.N, math.Float64bits(v.N), want, math.Float64bits(want))
+		}
+	}
+}

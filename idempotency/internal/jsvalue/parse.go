@@ -22,19 +22,25 @@ const maxDepth = 10000
 // U+FFFD), then JSON.parse runs: numbers become doubles (out of range is ±Infinity),
 // duplicate keys keep the first position and the last value.
 func Parse(data []byte) (Value, error) {
-	return parse(data, string(data), false)
+	return parse(data, string(data), false, nil)
 }
 
 // ParseOwned is Parse for a buffer the caller hands over: strings in the result share
 // its memory instead of being copied, so data must never be modified afterwards.
 func ParseOwned(data []byte) (Value, error) {
-	return parse(data, unsafe.String(unsafe.SliceData(data), len(data)), false)
+	return parse(data, unsafe.String(unsafe.SliceData(data), len(data)), false, nil)
+}
+
+// ParseOwnedIn is ParseOwned with the result's objects and arrays in a (see Arena):
+// the result is valid until a is reset, and data must not change before then.
+func ParseOwnedIn(a *Arena, data []byte) (Value, error) {
+	return parse(data, unsafe.String(unsafe.SliceData(data), len(data)), false, a)
 }
 
 // ParseWTF8 is Parse for text that came from a JavaScript string (WTF-8, which may
 // hold lone surrogates), as JSON.parse(string) sees it.
 func ParseWTF8(data []byte) (Value, error) {
-	return parse(data, string(data), true)
+	return parse(data, string(data), true, nil)
 }
 
 // parsers recycles parsers for their scratch stacks.
@@ -43,16 +49,26 @@ var parsers = sync.Pool{New: func() any { return new(parser) }}
 // maxPooledScratch keeps one huge document from pinning its stacks in the pool.
 const maxPooledScratch = 4096
 
-func parse(data []byte, src string, wtf8 bool) (Value, error) {
-	p := parsers.Get().(*parser)
-	p.data, p.src, p.pos, p.wtf8 = data, src, 0, wtf8
+func parse(data []byte, src string, wtf8 bool, a *Arena) (Value, error) {
+	// An arena carries its own parser; other parses take one from the pool.
+	var p *parser
+	if a != nil {
+		p = &a.p
+	} else {
+		p = parsers.Get().(*parser)
+	}
+	p.data, p.src, p.pos, p.wtf8, p.arena = data, src, 0, wtf8, a
 	defer func() {
-		// Drop references into the document before pooling.
+		// Drop references into the document before reuse.
 		clear(p.members[:p.usedMembers])
 		clear(p.items[:p.usedItems])
-		p.data, p.src, p.usedMembers, p.usedItems = nil, "", 0, 0
-		if cap(p.members) <= maxPooledScratch && cap(p.items) <= maxPooledScratch {
+		p.data, p.src, p.usedMembers, p.usedItems, p.arena = nil, "", 0, 0, nil
+		small := cap(p.members) <= maxPooledScratch && cap(p.items) <= maxPooledScratch
+		switch {
+		case a == nil && small:
 			parsers.Put(p)
+		case a != nil && !small:
+			p.members, p.items = nil, nil
 		}
 	}()
 	p.ws()
@@ -72,6 +88,8 @@ type parser struct {
 	src  string // data as a string: strings without escapes are substrings of it
 	pos  int
 	wtf8 bool
+	// arena, when set, holds the finished objects and arrays.
+	arena *Arena
 	// members and items are stacks of the objects and arrays being parsed, so each
 	// finished one is copied once into a slice of exactly its size.
 	members []Member
@@ -139,7 +157,7 @@ func (p *parser) object(depth int) (Value, error) {
 	p.ws()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return ObjectOf(NewObj()), nil
+		return ObjectOf(p.arena.ObjFrom(nil)), nil
 	}
 	// Members collect on p.members until the object ends or grows past indexFrom,
 	// where it switches to an Obj with an index so duplicate detection stays linear.
@@ -194,7 +212,7 @@ func (p *parser) object(depth int) (Value, error) {
 		case '}':
 			p.pos++
 			if o == nil {
-				o = ObjFrom(p.members[base:])
+				o = p.arena.ObjFrom(p.members[base:])
 			}
 			return ObjectOf(o), nil
 		default:
@@ -229,7 +247,7 @@ func (p *parser) array(depth int) (Value, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return ArrayOf(slices.Clone(p.items[base:])), nil
+			return ArrayOf(p.arena.cloneValues(p.items[base:])), nil
 		default:
 			return Value{}, p.fail("expected ',' or ']'")
 		}
@@ -268,6 +286,30 @@ func (p *parser) number() (Value, error) {
 		}
 		if digits() == 0 {
 			return Value{}, p.fail("invalid number exponent")
+		}
+	}
+	// A plain integer of at most 15 digits is exactly representable, so its value is
+	// the one ParseFloat would return.
+	if lit := d[start:p.pos]; len(lit) <= 15 {
+		neg := lit[0] == '-'
+		if neg {
+			lit = lit[1:]
+		}
+		var n int64
+		plain := true
+		for _, c := range lit {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if plain {
+			f := float64(n)
+			if neg {
+				f = -f // -0 stays negative zero, as ParseFloat returns it
+			}
+			return Num(f), nil
 		}
 	}
 	// ParseFloat rounds correctly like JSON.parse; overflow yields ±Inf with ErrRange,
