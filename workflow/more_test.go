@@ -507,14 +507,7 @@ func TestInlineStepWhoseOutcomeIsLostRunsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 200; i++ {
-		if st, _ := run.Status(ctx); st.Terminal() {
-			break
-		}
-		if n, _ := w.RunOne(ctx, r); n == 0 {
-			time.Sleep(10 * time.Millisecond) // a failed delivery comes back 20ms later
-		}
-	}
+	runUntilEnded(ctx, w, r, run)
 	if st, _ := run.Status(ctx); !st.Terminal() {
 		evs, _ := worlds.AllEvents(ctx, w, run.ID())
 		for _, ev := range evs {
@@ -628,17 +621,7 @@ func TestInlineStepRunsAgainWhenTheRedeliveryLooksFirst(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; i < 200; i++ {
-				if st, _ := run.Status(ctx); st.Terminal() {
-					break
-				}
-				if n, _ := w.RunOne(ctx, r); n == 0 {
-					if len(w.Queued()) == 0 {
-						break // nothing left that could move the run
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
+			runUntilEnded(ctx, w, r, run)
 			if got, err := run.Result(resultCtx(t)); err != nil || got != 3 {
 				t.Fatalf("Result = %d, %v; queued %+v", got, err, w.Queued())
 			}
@@ -646,5 +629,21 @@ func TestInlineStepRunsAgainWhenTheRedeliveryLooksFirst(t *testing.T) {
 				t.Fatalf("step a ran %d times, want 2 (its outcome was lost once)", c.get("a"))
 			}
 		})
+	}
+}
+
+// runUntilEnded runs w's deliveries with r until run ends or nothing is left
+// queued that could move it.
+func runUntilEnded[O any](ctx context.Context, w *memworld.World, r worlds.Runner, run *workflow.Run[O]) {
+	for i := 0; i < 200; i++ {
+		if st, _ := run.Status(ctx); st.Terminal() {
+			return
+		}
+		if n, _ := w.RunOne(ctx, r); n == 0 {
+			if len(w.Queued()) == 0 {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // a failed delivery comes back 20ms later
+		}
 	}
 }

@@ -61,14 +61,10 @@ func NewTimer(ctx Context, d time.Duration) *Timer {
 // [ErrTimerCancelled] once the timer was cancelled, by [Timer.Cancel] or by
 // losing a [Select].
 func (t *Timer) Get(ctx Context) error {
-	if t.err != nil {
-		return t.err
+	e, err := t.enter(ctx)
+	if err != nil {
+		return err
 	}
-	e, err := execOf(ctx)
-	if err != nil || e != t.exec {
-		return ErrNotInWorkflow
-	}
-	e.enter()
 	for {
 		ev, ok := t.ready()
 		if ok && ev == nil {
@@ -96,16 +92,26 @@ func (t *Timer) Get(ctx Context) error {
 // write, as a wait_completed with Reason [worlds.WaitCancelled]. Cancelling a
 // timer that fired or was cancelled does nothing.
 func (t *Timer) Cancel(ctx Context) error {
+	e, err := t.enter(ctx)
+	if err != nil {
+		return err
+	}
+	t.cancel(e)
+	return nil
+}
+
+// enter starts an operation on the timer from ctx: the timer's own error, or
+// ErrNotInWorkflow for a context of another execution.
+func (t *Timer) enter(ctx Context) (*execution, error) {
 	if t.err != nil {
-		return t.err
+		return nil, t.err
 	}
 	e, err := execOf(ctx)
 	if err != nil || e != t.exec {
-		return ErrNotInWorkflow
+		return nil, ErrNotInWorkflow
 	}
 	e.enter()
-	t.cancel(e)
-	return nil
+	return e, nil
 }
 
 func (t *Timer) cancel(e *execution) {
