@@ -66,7 +66,7 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 		if x == nil {
 			var done bool
 			var err error
-			ctx, x, head, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced) && inlined == 0, inlined == 0)
+			ctx, x, head, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced) && inlined == 0)
 			if done {
 				return err
 			}
@@ -162,13 +162,7 @@ func (e *engine) refresh(ctx context.Context, d worlds.Delivery, x *execution) (
 // delivery is over with err. A pending run's run_started is not appended here
 // but returned in head, to go with the first write the code reaches; the
 // execution's history holds it already.
-//
-// fresh says this delivery has not run a step inline yet: a step the log shows
-// started under its ID was then started by an earlier execution of it, which
-// died or failed, even when the World counts this execution as a first attempt
-// (a Queue call with the delivery's ID rewrote its record while it ran), so the
-// step's next attempt is queued.
-func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *Info, rearm, requeue, fresh bool) (_ context.Context, x *execution, head []worlds.Event, done bool, err error) {
+func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *Info, rearm, requeue bool) (_ context.Context, x *execution, head []worlds.Event, done bool, err error) {
 	runID := d.Input.RunID
 	for {
 		run, err := e.world.GetRun(ctx, runID)
@@ -222,9 +216,6 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 				return ctx, nil, nil, true, err
 			}
 			hist.apply(stored)
-		}
-		if !requeue && fresh && d.ID != "" && hist.startedBy(d.ID) {
-			requeue = true
 		}
 		if requeue {
 			// This delivery ran before and may have died between an append and its
@@ -740,7 +731,7 @@ func (e *engine) requeuePending(ctx context.Context, h *history, d worlds.Delive
 		switch {
 		case r.kind == opStep && r.attempts == 0:
 			errs = append(errs, e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{}))
-		case r.kind == opStep && d.ID != "" && r.started != nil && r.started.DeliveryID == d.ID:
+		case r.kind == opStep && d.Attempt > 1 && r.started != nil && r.started.DeliveryID == d.ID:
 			// An earlier run of this very delivery started the attempt inline and
 			// died or failed before its outcome: queue the next attempt. (A retry
 			// it recorded instead is queued again at its time.)

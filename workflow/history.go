@@ -176,17 +176,6 @@ func (h *history) add(ev *worlds.Event) {
 	}
 }
 
-// startedBy reports whether a step not yet finished was last started inline by
-// the delivery deliveryID.
-func (h *history) startedBy(deliveryID string) bool {
-	for _, r := range h.byID {
-		if r.kind == opStep && r.done == nil && r.started != nil && r.started.DeliveryID == deliveryID {
-			return true
-		}
-	}
-	return false
-}
-
 // dueWaits returns the waits not yet completed whose resume time has come.
 func (h *history) dueWaits(now time.Time) []worlds.Event {
 	var due []*record

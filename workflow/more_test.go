@@ -585,53 +585,6 @@ func TestStepsAfterHandOffAreQueued(t *testing.T) {
 	}
 }
 
-// firstAttemptRunner hands every delivery over as a first attempt, as the AWS
-// World does after a Queue call with the delivery's ID (a run started again
-// after a lost answer) rewrote its record, resetting its count, while an
-// earlier execution of it was running.
-type firstAttemptRunner struct{ inner worlds.Runner }
-
-func (r firstAttemptRunner) Workflows() []string { return r.inner.Workflows() }
-func (r firstAttemptRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
-	d.Attempt = 1
-	return r.inner.Run(ctx, w, d)
-}
-
-// A step started inline by a delivery that then failed is run again when the
-// delivery comes back counted as a first attempt: the step's start under the
-// delivery's own ID says it ran before. Without that, the run waited for ever
-// on a step nobody would run.
-func TestInlineStepRunsAgainWhenTheRedeliveryLooksFirst(t *testing.T) {
-	t.Parallel()
-	for _, cache := range []bool{true, false} {
-		t.Run(map[bool]string{true: "cache", false: "nocache"}[cache], func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			c := &counter{}
-			wf := ThreeSteps{c: c}
-			w := memworld.New()
-			cl, err := workflow.NewClient(workflow.Config{World: w, Cache: workflow.CacheConfig{Disabled: !cache}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(cl.FlushCache)
-			lossy := &outcomeLostWorld{World: w, n: 7}
-			r := firstAttemptRunner{inner: worldRunner{inner: cl.Runner(workflow.Use(wf)), world: lossy}}
-			run, err := workflow.Start(ctx, cl, wf, numIn{N: 0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			runUntilEnded(ctx, w, r, run)
-			if got, err := run.Result(resultCtx(t)); err != nil || got != 3 {
-				t.Fatalf("Result = %d, %v; queued %+v", got, err, w.Queued())
-			}
-			if c.get("a") != 2 {
-				t.Fatalf("step a ran %d times, want 2 (its outcome was lost once)", c.get("a"))
-			}
-		})
-	}
-}
-
 // runUntilEnded runs w's deliveries with r until run ends or nothing is left
 // queued that could move it.
 func runUntilEnded[O any](ctx context.Context, w *memworld.World, r worlds.Runner, run *workflow.Run[O]) {
