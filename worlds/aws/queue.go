@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -132,13 +134,50 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	if w.scheduled(q, due.Sub(now)) {
 		item[attrScheduled] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	if _, err := w.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: w.table, Item: item}); err != nil {
+	if err := w.writeRecord(ctx, item); err != nil {
 		return "", fmt.Errorf("awsworld: queue record %s: %w", id, err)
 	}
 	if err := w.publish(ctx, id, q, in.RunID, due); err != nil {
 		return "", &unsentError{id: id, err: err}
 	}
 	return id, nil
+}
+
+// writeRecord writes a QUEUE record's fields, dropping a claim on it, so a
+// delivery queued again while it runs runs again, but keeping its count of
+// executions: the next execution is still told it is a retry, and re-queues
+// what a failed earlier execution may have left unqueued (a step it started
+// inline). A PutItem would reset the count, and a run started again after a
+// lost answer, which queues its first delivery again, could then end up
+// waiting for ever on a step nobody runs.
+func (w *World) writeRecord(ctx context.Context, item map[string]types.AttributeValue) error {
+	names := map[string]string{"#c": attrClaim, "#l": attrLease}
+	values := map[string]types.AttributeValue{}
+	var set []string
+	fields := make([]string, 0, len(item))
+	for k := range item {
+		if k != attrPK && k != attrSK {
+			fields = append(fields, k)
+		}
+	}
+	slices.Sort(fields)
+	for i, k := range fields {
+		n, v := fmt.Sprintf("#f%d", i), fmt.Sprintf(":f%d", i)
+		names[n], values[v] = k, item[k]
+		set = append(set, n+" = "+v)
+	}
+	remove := []string{"#c", "#l"}
+	if _, ok := item[attrScheduled]; !ok {
+		names["#s"] = attrScheduled
+		remove = append(remove, "#s")
+	}
+	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: w.table, Key: key(getS(item, attrPK), getS(item, attrSK)),
+		UpdateExpression:          aws.String("SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return err
 }
 
 // unsentError reports a delivery whose record is written but whose message or
