@@ -228,10 +228,12 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 		}
 		var (
 			mu                sync.Mutex
+			changed           = sync.NewCond(&mu)
 			wg                sync.WaitGroup
 			succeeded, failed int
-			stop              bool
+			running, inflight int // goroutines alive; branches started and not finished
 			stopped           any // the first suspend or abort of a branch
+			aborted           bool
 		)
 		tooMany := func() bool {
 			return (opts.ToleratedFailures >= 0 && failed > opts.ToleratedFailures) ||
@@ -240,34 +242,45 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 		done := func() bool {
 			return (opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful) || tooMany()
 		}
-		sem := make(chan struct{}, limit)
+		// Branches start in index order while there is room. A suspended branch
+		// keeps its slot: it is still in flight, across invocations, so whether a
+		// later branch starts depends on the branches and the limit, not on which
+		// goroutine got to run first.
+		mu.Lock()
 		for i := range n {
-			sem <- struct{}{}
-			mu.Lock()
-			if stop || done() {
-				mu.Unlock()
-				<-sem
+			for inflight >= limit && running > 0 && !done() && !aborted {
+				changed.Wait()
+			}
+			if inflight >= limit || done() || aborted {
 				break
 			}
-			mu.Unlock()
+			inflight++
+			running++
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				defer func() { <-sem }()
+				finished := false
 				defer func() {
-					if p := recover(); p != nil {
-						switch p.(type) {
-						case suspend, abort:
-							mu.Lock()
-							if _, isAbort := p.(abort); stopped == nil || isAbort {
-								stopped = p
-							}
-							stop = true
-							mu.Unlock()
-						default:
-							panic(p)
+					p := recover()
+					switch p.(type) {
+					case nil:
+					case suspend, abort:
+						mu.Lock()
+						if _, isAbort := p.(abort); stopped == nil || isAbort {
+							stopped = p
+							aborted = aborted || isAbort
 						}
+						mu.Unlock()
+					default:
+						panic(p)
 					}
+					mu.Lock()
+					running--
+					if finished {
+						inflight--
+					}
+					changed.Broadcast()
+					mu.Unlock()
 				}()
 				child := children[i]
 				// The branch is a child context of its own: run it through the same
@@ -275,6 +288,7 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 				v, err := branchChild(child, fmt.Sprintf("%s%d", itemPrefix, i), itemSub, parent.parentID, run, i)
 				mu.Lock()
 				defer mu.Unlock()
+				finished = true
 				if err != nil {
 					failed++
 					oe := &OperationError{OperationID: child.parentID, Name: fmt.Sprintf("%s%d", itemPrefix, i), Type: "Error", Message: err.Error()}
@@ -291,6 +305,7 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 				res.Items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
 			}(i)
 		}
+		mu.Unlock()
 		wg.Wait()
 		if !done() && stopped != nil {
 			panic(stopped)
