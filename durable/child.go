@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -32,10 +33,13 @@ const (
 // checkpointed and later replays return it without running fn or visiting its
 // children. A failure is checkpointed too and replays as an *[OperationError].
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
-	return runChild(dc, name, subChild, fn)
+	return runChild(dc, name, subChild, fn, nil)
 }
 
-func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
+// runChild runs fn as the CONTEXT operation name. closing, when set, is called
+// once fn has returned: the updates it returns are checkpointed in the same
+// request as the context's SUCCEED or FAIL, so either both or neither apply.
+func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate) (T, error) {
 	var zero T
 	id, op := dc.next(types.OperationTypeContext, name)
 	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id}
@@ -58,26 +62,77 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 		dc.checkpoint(dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionStart))
 	}
 	v, err := fn(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: id, OperationName: name}), child)
-	if err != nil {
-		if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
-			panic(abort{err: err})
-		}
-		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
-		u.Error = errorObject(err)
-		dc.checkpoint(u)
-		return zero, err
+	if err != nil && dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
+		panic(abort{err: err})
 	}
-	payload, err := dc.x.h.opts.Codec.Marshal(codecChild, v)
+	var updates []types.OperationUpdate
+	if closing != nil {
+		updates = closing()
+	}
+	var payload []byte
+	if err == nil {
+		payload, err = dc.x.h.opts.Codec.Marshal(codecChild, v)
+	}
 	if err != nil {
 		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
 		u.Error = errorObject(err)
-		dc.checkpoint(u)
+		dc.checkpoint(append(updates, u)...)
+		dc.x.cancelled(waitIDs(updates)...)
 		return zero, err
 	}
 	u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionSucceed)
 	u.Payload = aws.String(string(payload))
-	dc.checkpoint(u)
+	dc.checkpoint(append(updates, u)...)
+	dc.x.cancelled(waitIDs(updates)...)
 	return v, nil
+}
+
+// waitIDs returns the IDs of the WAIT CANCEL updates among updates.
+func waitIDs(updates []types.OperationUpdate) []string {
+	var ids []string
+	for _, u := range updates {
+		if u.Type == types.OperationTypeWait && u.Action == types.OperationActionCancel {
+			ids = append(ids, aws.ToString(u.Id))
+		}
+	}
+	return ids
+}
+
+// startedWaitsUnder returns a CANCEL update for every STARTED WAIT whose
+// ParentId chain reaches one of roots, in operation-ID order.
+func (x *execution) startedWaitsUnder(roots map[string]bool) []types.OperationUpdate {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []types.OperationUpdate
+	for id, op := range x.ops {
+		if op.Type != types.OperationTypeWait || op.Status != types.OperationStatusStarted {
+			continue
+		}
+		inside := false
+		p := aws.ToString(op.ParentId)
+		for range len(x.ops) { // bounded: a corrupt history could hold a cycle
+			if p == "" || roots[p] {
+				inside = p != ""
+				break
+			}
+			parent := x.ops[p]
+			if parent == nil {
+				break
+			}
+			p = aws.ToString(parent.ParentId)
+		}
+		if !inside {
+			continue
+		}
+		sub := aws.ToString(op.SubType)
+		if sub == "" {
+			sub = "Wait"
+		}
+		out = append(out, types.OperationUpdate{Id: aws.String(id), Name: op.Name, Type: types.OperationTypeWait,
+			Action: types.OperationActionCancel, SubType: aws.String(sub), ParentId: op.ParentId})
+	}
+	sort.Slice(out, func(i, j int) bool { return aws.ToString(out[i].Id) < aws.ToString(out[j].Id) })
+	return out
 }
 
 // BatchOptions configure [Parallel] and [Map].
@@ -186,14 +241,25 @@ type Branch[T any] func(ctx context.Context, dc *Context) (T, error)
 // only when the failure tolerance is exceeded; otherwise branch failures are in
 // the result's items. A branch that suspends (a wait, a callback, a retry)
 // suspends the whole execution unless the completion policy is already met.
+//
+// When the batch completes early (MinSuccessful reached, or the failure
+// tolerance exceeded) while branches are still suspended, every STARTED WAIT
+// inside those branches, at any depth, is cancelled in the same checkpoint that
+// records the batch's outcome, so the service does not reinvoke the execution
+// for them; the branches stay ItemStarted in the result. Callbacks, chained
+// invokes and step retries pending in them are left as they are.
+//
+// The branches' CONTEXT operations are named "parallel-branch-<i>".
 func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchOptions) (BatchResult[T], error) {
 	return batch(dc, name, subParallel, subBranch, "parallel-branch-", len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return branches[i](ctx, c)
 	})
 }
 
-// Map runs fn for every item, each in its own child context, with the same
-// concurrency and completion policy as [Parallel].
+// Map runs fn for every item, each in its own child context ("map-item-<i>"),
+// with the same concurrency and completion policy as [Parallel], including the
+// cancellation of the waits of items left suspended when the batch completes
+// early.
 func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Context, dc *Context, item I, index int) (T, error), opts BatchOptions) (BatchResult[T], error) {
 	return batch(dc, name, subMap, subIteration, "map-item-", len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return fn(ctx, c, items[i], i)
@@ -207,6 +273,9 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 	if opts.MaxConcurrency < 0 || opts.MinSuccessful < 0 || opts.MinSuccessful > n || opts.ToleratedFailurePercentage < 0 || opts.ToleratedFailurePercentage > 100 {
 		return BatchResult[T]{}, Fatal(fmt.Errorf("%w: BatchOptions %+v for %d branches", ErrInvalidInput, opts, n))
 	}
+	// cancels are the waits of branches left unfinished by an early completion;
+	// runChild checkpoints them with the batch's outcome.
+	var cancels []types.OperationUpdate
 	return runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
 		res := BatchResult[T]{Items: make([]BatchItem[T], n)}
 		for i := range res.Items {
@@ -310,6 +379,17 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 		if !done() && stopped != nil {
 			panic(stopped)
 		}
+		// Completed with branches still suspended: cancel their waits, so the
+		// service does not reinvoke the execution for a branch nobody awaits.
+		unfinished := map[string]bool{}
+		for i, it := range res.Items {
+			if it.Status == ItemStarted {
+				unfinished[ids[i]] = true
+			}
+		}
+		if len(unfinished) > 0 {
+			cancels = dc.x.startedWaitsUnder(unfinished)
+		}
 		switch {
 		case tooMany():
 			res.CompletionReason = FailureToleranceExceeded
@@ -322,7 +402,7 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 			return res, fmt.Errorf("%w: %d of %d branches failed", ErrBatchFailed, failed, n)
 		}
 		return res, nil
-	})
+	}, func() []types.OperationUpdate { return cancels })
 }
 
 // branchChild runs one branch as the CONTEXT operation child.parentID, a child

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,6 +209,195 @@ func TestWaitCancel(t *testing.T) {
 			if !b.Real {
 				if got := e.Now().Sub(start); got != tt.elapsed {
 					t.Errorf("%s: clock advanced %s, want %s", tt.name, got, tt.elapsed)
+				}
+			}
+		}
+	})
+}
+
+// TestBatchCancelsWaitsOfUnfinishedBranches: a Parallel or Map that completes
+// early by its completion policy cancels every STARTED wait inside the
+// branches it leaves suspended, at any depth, in the checkpoint recording the
+// batch's outcome, so the execution ends without the service firing them.
+func TestBatchCancelsWaitsOfUnfinishedBranches(t *testing.T) {
+	t.Parallel()
+	hour := func(name string) durable.Branch[string] {
+		return func(ctx context.Context, c *durable.Context) (string, error) {
+			return "slow", c.Wait(name, time.Hour)
+		}
+	}
+	fast := func(ctx context.Context, c *durable.Context) (string, error) {
+		return durable.Step(c, "fast", func(context.Context) (string, error) { return "fast", nil })
+	}
+	summary := func(res durable.BatchResult[string]) string {
+		var items []string
+		for _, it := range res.Items {
+			items = append(items, it.Status)
+		}
+		return res.CompletionReason + " " + strings.Join(items, ",")
+	}
+	tests := []struct {
+		name        string
+		fakeOnly    string // why the case runs on the fake only
+		batch       string // the batch's name
+		fn          func(dc *durable.Context) (any, error)
+		status      durable.Status
+		result      string // JSON result, or a fragment of the error message
+		cancelled   []string
+		invocations int
+		elapsed     time.Duration
+	}{
+		{
+			name:  "parallel, min successful reached",
+			batch: "race",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Parallel(dc, "race", []durable.Branch[string]{hour("hour"), fast}, durable.BatchOptions{MinSuccessful: 1})
+				return summary(res), err
+			},
+			status: durable.StatusSucceeded, result: `"MIN_SUCCESSFUL_REACHED STARTED,SUCCEEDED"`,
+			cancelled: []string{"hour"}, invocations: 1,
+		},
+		{
+			name:  "parallel, failure tolerance exceeded",
+			batch: "race",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Parallel(dc, "race", []durable.Branch[string]{hour("hour"), func(context.Context, *durable.Context) (string, error) {
+					return "", errDeclined
+				}}, durable.BatchOptions{})
+				return summary(res), err
+			},
+			status: durable.StatusFailed, result: "1 of 2 branches failed",
+			cancelled: []string{"hour"}, invocations: 1,
+		},
+		{
+			name:  "map, wait nested in a child context",
+			batch: "items",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Map(dc, "items", []int{0, 1}, func(ctx context.Context, c *durable.Context, item, _ int) (string, error) {
+					if item == 1 {
+						return "fast", nil
+					}
+					return durable.RunInChildContext(c, "inner", func(ctx context.Context, g *durable.Context) (string, error) {
+						return "slow", g.Wait("hour", time.Hour)
+					})
+				}, durable.BatchOptions{MinSuccessful: 1})
+				return summary(res), err
+			},
+			status: durable.StatusSucceeded, result: `"MIN_SUCCESSFUL_REACHED STARTED,SUCCEEDED"`,
+			cancelled: []string{"hour"}, invocations: 1,
+		},
+		{
+			name:  "nested parallel left suspended",
+			batch: "outer",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Parallel(dc, "outer", []durable.Branch[string]{
+					func(ctx context.Context, c *durable.Context) (string, error) {
+						inner, err := durable.Parallel(c, "inner", []durable.Branch[string]{hour("hour-a"), hour("hour-b")}, durable.BatchOptions{})
+						return summary(inner), err
+					},
+					fast,
+				}, durable.BatchOptions{MinSuccessful: 1})
+				return summary(res), err
+			},
+			status: durable.StatusSucceeded, result: `"MIN_SUCCESSFUL_REACHED STARTED,SUCCEEDED"`,
+			cancelled: []string{"hour-a", "hour-b"}, invocations: 1,
+		},
+		{
+			name:  "replayed after completion",
+			batch: "race",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Parallel(dc, "race", []durable.Branch[string]{hour("hour"), fast}, durable.BatchOptions{MinSuccessful: 1})
+				if err != nil {
+					return nil, err
+				}
+				// The next invocation replays the finished batch: no second CANCEL.
+				return summary(res), dc.Wait("after", time.Second)
+			},
+			status: durable.StatusSucceeded, result: `"MIN_SUCCESSFUL_REACHED STARTED,SUCCEEDED"`,
+			cancelled: []string{"hour"}, invocations: 2, elapsed: time.Second,
+		},
+		{
+			name:     "completed in a later invocation",
+			fakeOnly: "the checkpoint-server driver fires every started wait at once, so both branches would succeed",
+			batch:    "race",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Parallel(dc, "race", []durable.Branch[string]{hour("hour"), func(ctx context.Context, c *durable.Context) (string, error) {
+					return "second", c.Wait("second", time.Second)
+				}}, durable.BatchOptions{MinSuccessful: 1})
+				return summary(res), err
+			},
+			status: durable.StatusSucceeded, result: `"MIN_SUCCESSFUL_REACHED STARTED,SUCCEEDED"`,
+			cancelled: []string{"hour"}, invocations: 2, elapsed: time.Second,
+		},
+		{
+			name:  "all completed: nothing to cancel",
+			batch: "race",
+			fn: func(dc *durable.Context) (any, error) {
+				res, err := durable.Parallel(dc, "race", []durable.Branch[string]{func(ctx context.Context, c *durable.Context) (string, error) {
+					return "second", c.Wait("second", time.Second)
+				}, fast}, durable.BatchOptions{})
+				return summary(res), err
+			},
+			status: durable.StatusSucceeded, result: `"ALL_COMPLETED SUCCEEDED,SUCCEEDED"`,
+			invocations: 2, elapsed: time.Second,
+		},
+	}
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		for _, tt := range tests {
+			if b.Real && tt.fakeOnly != "" {
+				t.Logf("%s: fake only: %s", tt.name, tt.fakeOnly)
+				continue
+			}
+			e := b.New(t, json.RawMessage(`{}`), nil)
+			start := e.Now()
+			log := newCheckpointLog(e.API())
+			h := newHandlerAPI(t, e, log, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+				return tt.fn(dc)
+			}, durable.Options{})
+			out, err := e.Drive(context.Background(), h, 5)
+			if err != nil || out.Status != tt.status {
+				t.Errorf("%s: %+v %v, want %s", tt.name, out, err, tt.status)
+				continue
+			}
+			got := aws.ToString(out.Result)
+			if out.Error != nil {
+				got = aws.ToString(out.Error.ErrorMessage)
+			}
+			if !strings.Contains(got, tt.result) {
+				t.Errorf("%s: result %s, want %s", tt.name, got, tt.result)
+			}
+			cancels := log.updates(types.OperationTypeWait, types.OperationActionCancel)
+			slices.Sort(cancels)
+			if !slices.Equal(cancels, tt.cancelled) {
+				t.Errorf("%s: WAIT CANCEL updates %v, want %v", tt.name, cancels, tt.cancelled)
+			}
+			for _, name := range tt.cancelled {
+				if st := log.statusOf(name); st != types.OperationStatusCancelled {
+					t.Errorf("%s: wait %s is %s, want CANCELLED", tt.name, name, st)
+				}
+			}
+			// The cancels travel with the batch's outcome: both apply or neither.
+			for _, req := range log.requests {
+				hasCancel := slices.ContainsFunc(req, func(u types.OperationUpdate) bool { return u.Action == types.OperationActionCancel })
+				closesBatch := slices.ContainsFunc(req, func(u types.OperationUpdate) bool {
+					return u.Type == types.OperationTypeContext && aws.ToString(u.Name) == tt.batch &&
+						(u.Action == types.OperationActionSucceed || u.Action == types.OperationActionFail)
+				})
+				if hasCancel && !closesBatch {
+					t.Errorf("%s: CANCEL checkpointed without the batch's outcome: %v", tt.name, req)
+				}
+			}
+			if got := e.Invocations(); got != tt.invocations {
+				t.Errorf("%s: %d invocations, want %d", tt.name, got, tt.invocations)
+			}
+			if f := durabletest.Fake(e); f != nil {
+				if got := e.Now().Sub(start); got != tt.elapsed {
+					t.Errorf("%s: clock advanced %s, want %s", tt.name, got, tt.elapsed)
+				}
+				for _, op := range f.Operations() {
+					if slices.Contains(tt.cancelled, aws.ToString(op.Name)) && op.Status != types.OperationStatusCancelled {
+						t.Errorf("%s: fake history: %s is %s", tt.name, aws.ToString(op.Name), op.Status)
+					}
 				}
 			}
 		}
