@@ -235,6 +235,17 @@ func (r BatchResult[T]) Err() error {
 // Branch is one branch of [Parallel]: it runs in its own child context.
 type Branch[T any] func(ctx context.Context, dc *Context) (T, error)
 
+// NamedBranch is a branch of [ParallelNamed]: Fn runs in its own child context,
+// a CONTEXT operation recorded under Name instead of "parallel-branch-<i>".
+type NamedBranch[T any] struct {
+	// Name names the branch's CONTEXT operation: 1 to 256 printable ASCII
+	// characters (the service's limit for an operation name), unique within
+	// the call.
+	Name string
+	// Fn is the branch.
+	Fn Branch[T]
+}
+
 // Parallel runs the branches, each in its own child context, at most
 // opts.MaxConcurrency at a time, and checkpoints the batch's outcome once the
 // completion policy is met. The batch fails (error returned, outcome recorded)
@@ -249,10 +260,75 @@ type Branch[T any] func(ctx context.Context, dc *Context) (T, error)
 // for them; the branches stay ItemStarted in the result. Callbacks, chained
 // invokes and step retries pending in them are left as they are.
 //
-// The branches' CONTEXT operations are named "parallel-branch-<i>".
+// The branches' CONTEXT operations are named "parallel-branch-<i>"; use
+// [ParallelNamed] to name them.
 func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchOptions) (BatchResult[T], error) {
-	return batch(dc, name, subParallel, subBranch, "parallel-branch-", len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+	return batch(dc, name, subParallel, subBranch, func(i int) string { return fmt.Sprintf("parallel-branch-%d", i) }, len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return branches[i](ctx, c)
+	})
+}
+
+// maxNameLength is the service's limit on an operation's Name.
+const maxNameLength = 256
+
+// NameError reports a name the service cannot record or that is used twice
+// where names must be unique. It matches [ErrInvalidInput].
+type NameError struct {
+	// Field is the offending field, e.g. "branches[2].Name".
+	Field string
+	// Value is the name given.
+	Value string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("durable: invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap makes a NameError match [ErrInvalidInput].
+func (e *NameError) Unwrap() error { return ErrInvalidInput }
+
+// checkName validates an operation name against the service's constraints on
+// OperationUpdate.Name: 1 to 256 characters of printable ASCII (0x20-0x7E).
+func checkName(field, name string) error {
+	if name == "" {
+		return &NameError{Field: field, Value: name, Reason: "empty"}
+	}
+	if len(name) > maxNameLength {
+		return &NameError{Field: field, Value: name, Reason: fmt.Sprintf("%d bytes, more than %d", len(name), maxNameLength)}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return &NameError{Field: field, Value: name, Reason: fmt.Sprintf("byte %d is %#x, not printable ASCII", i, c)}
+		}
+	}
+	return nil
+}
+
+// ParallelNamed is [Parallel] with a name for every branch: branch i's CONTEXT
+// operation is recorded under branches[i].Name (the name the branch's items and
+// errors carry too). Names must be 1 to 256 printable ASCII characters and
+// unique within the call; otherwise ParallelNamed records nothing and returns a
+// *[NameError] naming the field and value (wrapped by [Fatal]). Renaming a
+// branch of an execution in flight is a divergence, like renaming any operation.
+func ParallelNamed[T any](dc *Context, name string, branches []NamedBranch[T], opts BatchOptions) (BatchResult[T], error) {
+	seen := make(map[string]int, len(branches))
+	for i, b := range branches {
+		field := fmt.Sprintf("branches[%d].Name", i)
+		if err := checkName(field, b.Name); err != nil {
+			return BatchResult[T]{}, Fatal(err)
+		}
+		if j, dup := seen[b.Name]; dup {
+			return BatchResult[T]{}, Fatal(&NameError{Field: field, Value: b.Name, Reason: fmt.Sprintf("also the name of branches[%d]", j)})
+		}
+		seen[b.Name] = i
+		if b.Fn == nil {
+			return BatchResult[T]{}, Fatal(fmt.Errorf("%w: branches[%d].Fn (%q) is nil", ErrInvalidInput, i, b.Name))
+		}
+	}
+	return batch(dc, name, subParallel, subBranch, func(i int) string { return branches[i].Name }, len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+		return branches[i].Fn(ctx, c)
 	})
 }
 
@@ -261,7 +337,7 @@ func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchO
 // cancellation of the waits of items left suspended when the batch completes
 // early.
 func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Context, dc *Context, item I, index int) (T, error), opts BatchOptions) (BatchResult[T], error) {
-	return batch(dc, name, subMap, subIteration, "map-item-", len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+	return batch(dc, name, subMap, subIteration, func(i int) string { return fmt.Sprintf("map-item-%d", i) }, len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return fn(ctx, c, items[i], i)
 	})
 }
@@ -269,7 +345,7 @@ func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Cont
 // ErrBatchFailed: more branches of a Parallel or Map failed than tolerated.
 var ErrBatchFailed = errors.New("durable: batch failure tolerance exceeded")
 
-func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
+func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
 	if opts.MaxConcurrency < 0 || opts.MinSuccessful < 0 || opts.MinSuccessful > n || opts.ToleratedFailurePercentage < 0 || opts.ToleratedFailurePercentage > 100 {
 		return BatchResult[T]{}, Fatal(fmt.Errorf("%w: BatchOptions %+v for %d branches", ErrInvalidInput, opts, n))
 	}
@@ -354,13 +430,13 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 				child := children[i]
 				// The branch is a child context of its own: run it through the same
 				// path, but with its ID fixed in advance.
-				v, err := branchChild(child, fmt.Sprintf("%s%d", itemPrefix, i), itemSub, parent.parentID, run, i)
+				v, err := branchChild(child, itemName(i), itemSub, parent.parentID, run, i)
 				mu.Lock()
 				defer mu.Unlock()
 				finished = true
 				if err != nil {
 					failed++
-					oe := &OperationError{OperationID: child.parentID, Name: fmt.Sprintf("%s%d", itemPrefix, i), Type: "Error", Message: err.Error()}
+					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: "Error", Message: err.Error()}
 					var rec *OperationError
 					if errors.As(err, &rec) {
 						oe.Type, oe.Data = rec.Type, rec.Data

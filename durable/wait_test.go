@@ -403,3 +403,103 @@ func TestBatchCancelsWaitsOfUnfinishedBranches(t *testing.T) {
 		}
 	})
 }
+
+// TestParallelNamed: ParallelNamed records each branch's CONTEXT under the name
+// given, replays by it, and refuses names the service cannot record or that
+// repeat, with a *NameError naming the field and value.
+func TestParallelNamed(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 256)
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		e := b.New(t, json.RawMessage(`{}`), nil)
+		log := newCheckpointLog(e.API())
+		var res durable.BatchResult[string]
+		h := newHandlerAPI(t, e, log, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			var err error
+			res, err = durable.ParallelNamed(dc, "checkout", []durable.NamedBranch[string]{
+				{Name: "charge card", Fn: func(ctx context.Context, c *durable.Context) (string, error) {
+					// Suspends once, so the second invocation replays the names.
+					return "charged", c.Wait("settle", time.Second)
+				}},
+				{Name: "reserve-stock", Fn: func(ctx context.Context, c *durable.Context) (string, error) {
+					return durable.Step(c, "reserve", func(context.Context) (string, error) { return "reserved", nil })
+				}},
+				{Name: long, Fn: func(ctx context.Context, c *durable.Context) (string, error) { return "", errDeclined }},
+			}, durable.BatchOptions{ToleratedFailures: 1})
+			if err != nil {
+				return nil, err
+			}
+			return res.Results(), nil
+		}, durable.Options{})
+		out, err := e.Drive(context.Background(), h, 5)
+		if err != nil || out.Status != durable.StatusSucceeded || aws.ToString(out.Result) != `["charged","reserved"]` {
+			t.Fatalf("%+v %v", out, err)
+		}
+		if got, want := log.updates(types.OperationTypeContext, types.OperationActionStart), []string{"checkout", "charge card", "reserve-stock", long}; !sameSet(got, want) {
+			t.Errorf("CONTEXT starts %q, want %q", got, want)
+		}
+		var subs []string
+		for _, req := range log.requests {
+			for _, u := range req {
+				if u.Type == types.OperationTypeContext && u.Action == types.OperationActionStart && aws.ToString(u.Name) != "checkout" {
+					subs = append(subs, aws.ToString(u.SubType))
+				}
+			}
+		}
+		if len(subs) != 3 || slices.ContainsFunc(subs, func(s string) bool { return s != "ParallelBranch" }) {
+			t.Errorf("branch subtypes %v", subs)
+		}
+		if errs := res.Errors(); len(errs) != 1 || errs[0].Name != long {
+			t.Errorf("errors %+v", errs)
+		}
+		if e.Invocations() != 2 || statuses(t, e) != "checkout=CONTEXT:SUCCEEDED" {
+			t.Errorf("%d invocations, history %s", e.Invocations(), statuses(t, e))
+		}
+
+		fn := func(context.Context, *durable.Context) (string, error) { return "", nil }
+		bad := []struct {
+			name         string
+			branches     []durable.NamedBranch[string]
+			field, value string
+		}{
+			{"empty", []durable.NamedBranch[string]{{Name: "a", Fn: fn}, {Name: "", Fn: fn}}, "branches[1].Name", ""},
+			{"duplicate", []durable.NamedBranch[string]{{Name: "a", Fn: fn}, {Name: "b", Fn: fn}, {Name: "a", Fn: fn}}, "branches[2].Name", "a"},
+			{"too long", []durable.NamedBranch[string]{{Name: long + "n", Fn: fn}}, "branches[0].Name", long + "n"},
+			{"not ASCII", []durable.NamedBranch[string]{{Name: "café", Fn: fn}}, "branches[0].Name", "café"},
+			{"control character", []durable.NamedBranch[string]{{Name: "a\tb", Fn: fn}}, "branches[0].Name", "a\tb"},
+		}
+		for _, tt := range bad {
+			g := b.New(t, json.RawMessage(`{}`), nil)
+			var got error
+			h := newHandler(t, g, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+				_, got = durable.ParallelNamed(dc, "checkout", tt.branches, durable.BatchOptions{})
+				return nil, got
+			}, durable.Options{})
+			out, err := g.Drive(context.Background(), h, 2)
+			var ne *durable.NameError
+			if err != nil || out.Status != durable.StatusFailed || !errors.As(got, &ne) || !errors.Is(got, durable.ErrInvalidInput) ||
+				ne.Field != tt.field || ne.Value != tt.value || !strings.Contains(got.Error(), tt.field) {
+				t.Errorf("%s: %+v %v: %v", tt.name, out, err, got)
+			}
+			if h := statuses(t, g); h != "" {
+				t.Errorf("%s: recorded %s", tt.name, h)
+			}
+		}
+		g := b.New(t, json.RawMessage(`{}`), nil)
+		var got error
+		h = newHandler(t, g, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			_, got = durable.ParallelNamed(dc, "checkout", []durable.NamedBranch[string]{{Name: "a"}}, durable.BatchOptions{})
+			return nil, got
+		}, durable.Options{})
+		if out, err := g.Drive(context.Background(), h, 2); err != nil || out.Status != durable.StatusFailed || !errors.Is(got, durable.ErrInvalidInput) {
+			t.Errorf("nil Fn: %+v %v: %v", out, err, got)
+		}
+	})
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
