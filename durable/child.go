@@ -282,6 +282,7 @@ type NameError struct {
 	Reason string
 }
 
+// Error names the field, the value and what is wrong with it.
 func (e *NameError) Error() string {
 	return fmt.Sprintf("durable: invalid %s %q: %s", e.Field, e.Value, e.Reason)
 }
