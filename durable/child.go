@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -32,10 +33,13 @@ const (
 // checkpointed and later replays return it without running fn or visiting its
 // children. A failure is checkpointed too and replays as an *[OperationError].
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
-	return runChild(dc, name, subChild, fn)
+	return runChild(dc, name, subChild, fn, nil)
 }
 
-func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
+// runChild runs fn as the CONTEXT operation name. closing, when set, is called
+// once fn has returned: the updates it returns are checkpointed in the same
+// request as the context's SUCCEED or FAIL, so either both or neither apply.
+func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate) (T, error) {
 	var zero T
 	id, op := dc.next(types.OperationTypeContext, name)
 	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id}
@@ -58,26 +62,77 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 		dc.checkpoint(dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionStart))
 	}
 	v, err := fn(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: id, OperationName: name}), child)
-	if err != nil {
-		if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
-			panic(abort{err: err})
-		}
-		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
-		u.Error = errorObject(err)
-		dc.checkpoint(u)
-		return zero, err
+	if err != nil && dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
+		panic(abort{err: err})
 	}
-	payload, err := dc.x.h.opts.Codec.Marshal(codecChild, v)
+	var updates []types.OperationUpdate
+	if closing != nil {
+		updates = closing()
+	}
+	var payload []byte
+	if err == nil {
+		payload, err = dc.x.h.opts.Codec.Marshal(codecChild, v)
+	}
 	if err != nil {
 		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
 		u.Error = errorObject(err)
-		dc.checkpoint(u)
+		dc.checkpoint(append(updates, u)...)
+		dc.x.cancelled(waitIDs(updates)...)
 		return zero, err
 	}
 	u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionSucceed)
 	u.Payload = aws.String(string(payload))
-	dc.checkpoint(u)
+	dc.checkpoint(append(updates, u)...)
+	dc.x.cancelled(waitIDs(updates)...)
 	return v, nil
+}
+
+// waitIDs returns the IDs of the WAIT CANCEL updates among updates.
+func waitIDs(updates []types.OperationUpdate) []string {
+	var ids []string
+	for _, u := range updates {
+		if u.Type == types.OperationTypeWait && u.Action == types.OperationActionCancel {
+			ids = append(ids, aws.ToString(u.Id))
+		}
+	}
+	return ids
+}
+
+// startedWaitsUnder returns a CANCEL update for every STARTED WAIT whose
+// ParentId chain reaches one of roots, in operation-ID order.
+func (x *execution) startedWaitsUnder(roots map[string]bool) []types.OperationUpdate {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []types.OperationUpdate
+	for id, op := range x.ops {
+		if op.Type != types.OperationTypeWait || op.Status != types.OperationStatusStarted {
+			continue
+		}
+		inside := false
+		p := aws.ToString(op.ParentId)
+		for range len(x.ops) { // bounded: a corrupt history could hold a cycle
+			if p == "" || roots[p] {
+				inside = p != ""
+				break
+			}
+			parent := x.ops[p]
+			if parent == nil {
+				break
+			}
+			p = aws.ToString(parent.ParentId)
+		}
+		if !inside {
+			continue
+		}
+		sub := aws.ToString(op.SubType)
+		if sub == "" {
+			sub = "Wait"
+		}
+		out = append(out, types.OperationUpdate{Id: aws.String(id), Name: op.Name, Type: types.OperationTypeWait,
+			Action: types.OperationActionCancel, SubType: aws.String(sub), ParentId: op.ParentId})
+	}
+	sort.Slice(out, func(i, j int) bool { return aws.ToString(out[i].Id) < aws.ToString(out[j].Id) })
+	return out
 }
 
 // BatchOptions configure [Parallel] and [Map].
@@ -180,22 +235,110 @@ func (r BatchResult[T]) Err() error {
 // Branch is one branch of [Parallel]: it runs in its own child context.
 type Branch[T any] func(ctx context.Context, dc *Context) (T, error)
 
+// NamedBranch is a branch of [ParallelNamed]: Fn runs in its own child context,
+// a CONTEXT operation recorded under Name instead of "parallel-branch-<i>".
+type NamedBranch[T any] struct {
+	// Name names the branch's CONTEXT operation: 1 to 256 printable ASCII
+	// characters (the service's limit for an operation name), unique within
+	// the call.
+	Name string
+	// Fn is the branch.
+	Fn Branch[T]
+}
+
 // Parallel runs the branches, each in its own child context, at most
 // opts.MaxConcurrency at a time, and checkpoints the batch's outcome once the
 // completion policy is met. The batch fails (error returned, outcome recorded)
 // only when the failure tolerance is exceeded; otherwise branch failures are in
 // the result's items. A branch that suspends (a wait, a callback, a retry)
 // suspends the whole execution unless the completion policy is already met.
+//
+// When the batch completes early (MinSuccessful reached, or the failure
+// tolerance exceeded) while branches are still suspended, every STARTED WAIT
+// inside those branches, at any depth, is cancelled in the same checkpoint that
+// records the batch's outcome, so the service does not reinvoke the execution
+// for them; the branches stay ItemStarted in the result. Callbacks, chained
+// invokes and step retries pending in them are left as they are.
+//
+// The branches' CONTEXT operations are named "parallel-branch-<i>"; use
+// [ParallelNamed] to name them.
 func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchOptions) (BatchResult[T], error) {
-	return batch(dc, name, subParallel, subBranch, "parallel-branch-", len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+	return batch(dc, name, subParallel, subBranch, func(i int) string { return fmt.Sprintf("parallel-branch-%d", i) }, len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return branches[i](ctx, c)
 	})
 }
 
-// Map runs fn for every item, each in its own child context, with the same
-// concurrency and completion policy as [Parallel].
+// maxNameLength is the service's limit on an operation's Name.
+const maxNameLength = 256
+
+// NameError reports a name the service cannot record or that is used twice
+// where names must be unique. It matches [ErrInvalidInput].
+type NameError struct {
+	// Field is the offending field, e.g. "branches[2].Name".
+	Field string
+	// Value is the name given.
+	Value string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error names the field, the value and what is wrong with it.
+func (e *NameError) Error() string {
+	return fmt.Sprintf("durable: invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap makes a NameError match [ErrInvalidInput].
+func (e *NameError) Unwrap() error { return ErrInvalidInput }
+
+// checkName validates an operation name against the service's constraints on
+// OperationUpdate.Name: 1 to 256 characters of printable ASCII (0x20-0x7E).
+func checkName(field, name string) error {
+	if name == "" {
+		return &NameError{Field: field, Value: name, Reason: "empty"}
+	}
+	if len(name) > maxNameLength {
+		return &NameError{Field: field, Value: name, Reason: fmt.Sprintf("%d bytes, more than %d", len(name), maxNameLength)}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return &NameError{Field: field, Value: name, Reason: fmt.Sprintf("byte %d is %#x, not printable ASCII", i, c)}
+		}
+	}
+	return nil
+}
+
+// ParallelNamed is [Parallel] with a name for every branch: branch i's CONTEXT
+// operation is recorded under branches[i].Name (the name the branch's items and
+// errors carry too). Names must be 1 to 256 printable ASCII characters and
+// unique within the call; otherwise ParallelNamed records nothing and returns a
+// *[NameError] naming the field and value (wrapped by [Fatal]). Renaming a
+// branch of an execution in flight is a divergence, like renaming any operation.
+func ParallelNamed[T any](dc *Context, name string, branches []NamedBranch[T], opts BatchOptions) (BatchResult[T], error) {
+	seen := make(map[string]int, len(branches))
+	for i, b := range branches {
+		field := fmt.Sprintf("branches[%d].Name", i)
+		if err := checkName(field, b.Name); err != nil {
+			return BatchResult[T]{}, Fatal(err)
+		}
+		if j, dup := seen[b.Name]; dup {
+			return BatchResult[T]{}, Fatal(&NameError{Field: field, Value: b.Name, Reason: fmt.Sprintf("also the name of branches[%d]", j)})
+		}
+		seen[b.Name] = i
+		if b.Fn == nil {
+			return BatchResult[T]{}, Fatal(fmt.Errorf("%w: branches[%d].Fn (%q) is nil", ErrInvalidInput, i, b.Name))
+		}
+	}
+	return batch(dc, name, subParallel, subBranch, func(i int) string { return branches[i].Name }, len(branches), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+		return branches[i].Fn(ctx, c)
+	})
+}
+
+// Map runs fn for every item, each in its own child context ("map-item-<i>"),
+// with the same concurrency and completion policy as [Parallel], including the
+// cancellation of the waits of items left suspended when the batch completes
+// early.
 func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Context, dc *Context, item I, index int) (T, error), opts BatchOptions) (BatchResult[T], error) {
-	return batch(dc, name, subMap, subIteration, "map-item-", len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
+	return batch(dc, name, subMap, subIteration, func(i int) string { return fmt.Sprintf("map-item-%d", i) }, len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return fn(ctx, c, items[i], i)
 	})
 }
@@ -203,10 +346,13 @@ func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Cont
 // ErrBatchFailed: more branches of a Parallel or Map failed than tolerated.
 var ErrBatchFailed = errors.New("durable: batch failure tolerance exceeded")
 
-func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
+func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
 	if opts.MaxConcurrency < 0 || opts.MinSuccessful < 0 || opts.MinSuccessful > n || opts.ToleratedFailurePercentage < 0 || opts.ToleratedFailurePercentage > 100 {
 		return BatchResult[T]{}, Fatal(fmt.Errorf("%w: BatchOptions %+v for %d branches", ErrInvalidInput, opts, n))
 	}
+	// cancels are the waits of branches left unfinished by an early completion;
+	// runChild checkpoints them with the batch's outcome.
+	var cancels []types.OperationUpdate
 	return runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
 		res := BatchResult[T]{Items: make([]BatchItem[T], n)}
 		for i := range res.Items {
@@ -228,10 +374,12 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 		}
 		var (
 			mu                sync.Mutex
+			changed           = sync.NewCond(&mu)
 			wg                sync.WaitGroup
 			succeeded, failed int
-			stop              bool
+			running, inflight int // goroutines alive; branches started and not finished
 			stopped           any // the first suspend or abort of a branch
+			aborted           bool
 		)
 		tooMany := func() bool {
 			return (opts.ToleratedFailures >= 0 && failed > opts.ToleratedFailures) ||
@@ -240,44 +388,56 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 		done := func() bool {
 			return (opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful) || tooMany()
 		}
-		sem := make(chan struct{}, limit)
+		// Branches start in index order while there is room. A suspended branch
+		// keeps its slot: it is still in flight, across invocations, so whether a
+		// later branch starts depends on the branches and the limit, not on which
+		// goroutine got to run first.
+		mu.Lock()
 		for i := range n {
-			sem <- struct{}{}
-			mu.Lock()
-			if stop || done() {
-				mu.Unlock()
-				<-sem
+			for inflight >= limit && running > 0 && !done() && !aborted {
+				changed.Wait()
+			}
+			if inflight >= limit || done() || aborted {
 				break
 			}
-			mu.Unlock()
+			inflight++
+			running++
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				defer func() { <-sem }()
+				finished := false
 				defer func() {
-					if p := recover(); p != nil {
-						switch p.(type) {
-						case suspend, abort:
-							mu.Lock()
-							if _, isAbort := p.(abort); stopped == nil || isAbort {
-								stopped = p
-							}
-							stop = true
-							mu.Unlock()
-						default:
-							panic(p)
+					p := recover()
+					switch p.(type) {
+					case nil:
+					case suspend, abort:
+						mu.Lock()
+						if _, isAbort := p.(abort); stopped == nil || isAbort {
+							stopped = p
+							aborted = aborted || isAbort
 						}
+						mu.Unlock()
+					default:
+						panic(p)
 					}
+					mu.Lock()
+					running--
+					if finished {
+						inflight--
+					}
+					changed.Broadcast()
+					mu.Unlock()
 				}()
 				child := children[i]
 				// The branch is a child context of its own: run it through the same
 				// path, but with its ID fixed in advance.
-				v, err := branchChild(child, fmt.Sprintf("%s%d", itemPrefix, i), itemSub, parent.parentID, run, i)
+				v, err := branchChild(child, itemName(i), itemSub, parent.parentID, run, i)
 				mu.Lock()
 				defer mu.Unlock()
+				finished = true
 				if err != nil {
 					failed++
-					oe := &OperationError{OperationID: child.parentID, Name: fmt.Sprintf("%s%d", itemPrefix, i), Type: "Error", Message: err.Error()}
+					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: "Error", Message: err.Error()}
 					var rec *OperationError
 					if errors.As(err, &rec) {
 						oe.Type, oe.Data = rec.Type, rec.Data
@@ -291,9 +451,21 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 				res.Items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
 			}(i)
 		}
+		mu.Unlock()
 		wg.Wait()
 		if !done() && stopped != nil {
 			panic(stopped)
+		}
+		// Completed with branches still suspended: cancel their waits, so the
+		// service does not reinvoke the execution for a branch nobody awaits.
+		unfinished := map[string]bool{}
+		for i, it := range res.Items {
+			if it.Status == ItemStarted {
+				unfinished[ids[i]] = true
+			}
+		}
+		if len(unfinished) > 0 {
+			cancels = dc.x.startedWaitsUnder(unfinished)
 		}
 		switch {
 		case tooMany():
@@ -307,7 +479,7 @@ func batch[T any](dc *Context, name, sub, itemSub, itemPrefix string, n int, opt
 			return res, fmt.Errorf("%w: %d of %d branches failed", ErrBatchFailed, failed, n)
 		}
 		return res, nil
-	})
+	}, func() []types.OperationUpdate { return cancels })
 }
 
 // branchChild runs one branch as the CONTEXT operation child.parentID, a child

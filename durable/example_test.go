@@ -3,10 +3,12 @@ package durable_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/cairn-go/cairn/durable"
 	"github.com/cairn-go/cairn/durable/lambdafake"
@@ -35,4 +37,38 @@ func Example() {
 	out, err := svc.Drive(context.Background(), h, 10)
 	fmt.Println(out.Status, aws.ToString(out.Result), svc.Invocations, err)
 	// Output: SUCCEEDED "hello ada" 2 <nil>
+}
+
+func ExampleContext_StartWait() {
+	svc := lambdafake.New("arn:aws:lambda:us-east-1:123456789012:function:f/durable-execution/e/2", json.RawMessage(`{}`), time.Unix(0, 0))
+	h, err := durable.NewHandler(svc, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+		// A deadline that runs while the work does, cancelled when the work is done.
+		deadline, err := dc.StartWait("deadline", 24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := durable.Step(dc, "work", func(context.Context) (int, error) { return 42, nil }); err != nil {
+			return nil, err
+		}
+		if err := deadline.Cancel(); err != nil {
+			return nil, err
+		}
+		if err := deadline.Wait(); errors.Is(err, durable.ErrWaitCancelled) {
+			return "done before the deadline", nil
+		}
+		return "deadline passed", nil
+	}, durable.Options{Now: svc.Now})
+	if err != nil {
+		panic(err)
+	}
+	out, err := svc.Drive(context.Background(), h, 10)
+	fmt.Println(out.Status, aws.ToString(out.Result), svc.Invocations, svc.Now().Unix(), err)
+	for _, op := range svc.Operations() {
+		if op.Type == types.OperationTypeWait {
+			fmt.Println(aws.ToString(op.Name), op.Status)
+		}
+	}
+	// Output:
+	// SUCCEEDED "done before the deadline" 1 0 <nil>
+	// deadline CANCELLED
 }

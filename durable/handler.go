@@ -507,26 +507,99 @@ func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx conte
 
 // Wait suspends the execution for d (rounded up to whole seconds, at least one):
 // the first invocation checkpoints the wait and ends PENDING; the service
-// reinvokes when it is due and Wait returns nil.
+// reinvokes when it is due and Wait returns nil. It is [Context.StartWait]
+// followed by [Wait.Wait]; a wait cancelled by the completion of the [Parallel]
+// or [Map] branch it is in returns an error matching [ErrWaitCancelled].
 func (dc *Context) Wait(name string, d time.Duration) error {
+	w, err := dc.StartWait(name, d)
+	if err != nil {
+		return err
+	}
+	return w.Wait()
+}
+
+// ErrWaitCancelled: the wait was cancelled before it elapsed, by [Wait.Cancel]
+// or because the [Parallel] or [Map] branch it was in was left unfinished when
+// the batch completed.
+var ErrWaitCancelled = errors.New("durable: wait cancelled")
+
+// Wait is a WAIT operation started by [Context.StartWait]: the service ends it
+// SUCCEEDED once its duration has passed, unless [Wait.Cancel] ends it
+// CANCELLED first.
+type Wait struct {
+	dc       *Context
+	id, name string
+}
+
+// maxWaitSeconds is the largest duration WaitOptions.WaitSeconds carries.
+const maxWaitSeconds = math.MaxInt32
+
+// StartWait starts a WAIT operation of d (rounded up to whole seconds, at least
+// one) without suspending, so the function can go on and later block on it with
+// [Wait.Wait] or end it early with [Wait.Cancel]. The wait is started once:
+// replays return a handle on the same operation, whatever its state. A d
+// longer than WaitSeconds can carry (about 68 years) is an error matching
+// [ErrInvalidInput].
+func (dc *Context) StartWait(name string, d time.Duration) (*Wait, error) {
+	secs := max(math.Ceil(d.Seconds()), 1)
+	if secs > maxWaitSeconds {
+		return nil, Fatal(fmt.Errorf("%w: wait %q of %s is longer than %d seconds", ErrInvalidInput, name, d, maxWaitSeconds))
+	}
 	id, op := dc.next(types.OperationTypeWait, name)
 	if op == nil {
-		secs := int32(max(math.Ceil(d.Seconds()), 1))
 		u := dc.update(id, name, types.OperationTypeWait, "Wait", types.OperationActionStart)
-		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(secs)}
+		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(int32(secs))}
 		dc.checkpoint(u)
-		op = dc.x.op(id)
 	}
+	return &Wait{dc: dc, id: id, name: name}, nil
+}
+
+// Wait returns nil once the wait has elapsed and suspends the execution until
+// then: the service reinvokes when it is due. A cancelled wait returns an error
+// matching [ErrWaitCancelled] (and, with errors.As, an *[OperationError]).
+func (w *Wait) Wait() error {
+	op := w.dc.x.op(w.id)
 	if op == nil {
 		panic(suspend{})
 	}
 	switch op.Status {
 	case types.OperationStatusSucceeded:
 		return nil
-	case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+	case types.OperationStatusCancelled:
+		return fmt.Errorf("%w: %w", ErrWaitCancelled, operationError(op))
+	case types.OperationStatusFailed, types.OperationStatusTimedOut, types.OperationStatusStopped:
 		return operationError(op)
 	}
 	panic(suspend{})
+}
+
+// Cancel ends a wait that has not elapsed: it checkpoints CANCEL, the wait is
+// CANCELLED and the service no longer reinvokes the execution for it. Cancelling
+// a wait that already elapsed or was cancelled does nothing, so a replay that
+// finds the wait CANCELLED does not cancel it again. Like every operation, a
+// failed checkpoint ends the invocation (Lambda retries it) rather than
+// returning; the error result is reserved and nil today.
+func (w *Wait) Cancel() error {
+	op := w.dc.x.op(w.id)
+	if op == nil || op.Status != types.OperationStatusStarted {
+		return nil
+	}
+	w.dc.checkpoint(w.dc.update(w.id, w.name, types.OperationTypeWait, "Wait", types.OperationActionCancel))
+	w.dc.x.cancelled(w.id)
+	return nil
+}
+
+// cancelled records locally that the service accepted a CANCEL of the waits
+// ids: STARTED → CANCELLED is the only transition CANCEL makes, whether or not
+// the checkpoint response echoed the new state.
+func (x *execution) cancelled(ids ...string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range ids {
+		if op := x.ops[id]; op != nil && op.Status == types.OperationStatusStarted {
+			op.Status = types.OperationStatusCancelled
+		}
+	}
 }
 
 // CallbackOptions configure [WaitForCallbackWith].

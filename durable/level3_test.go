@@ -531,3 +531,41 @@ func TestCreateCallbackAndStepOptions(t *testing.T) {
 		}
 	})
 }
+
+// TestSuspendedBranchKeepsItsSlot: branches start in index order while there is
+// room; a suspended branch stays in flight and keeps its slot, so whether a
+// later branch starts in the same invocation depends on MaxConcurrency, not on
+// which goroutine ran first.
+func TestSuspendedBranchKeepsItsSlot(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		limit int
+		ranIn int32 // invocation in which the second branch's step ran
+	}{{0, 1}, {2, 1}, {1, 2}}
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		for _, tt := range tests {
+			for range 5 { // the old rule lost this race now and then
+				e := b.New(t, json.RawMessage(`{}`), nil)
+				var ranIn atomic.Int32
+				h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+					_, err := durable.Parallel(dc, "p", []durable.Branch[int]{
+						func(ctx context.Context, c *durable.Context) (int, error) { return 0, c.Wait("w", time.Second) },
+						func(ctx context.Context, c *durable.Context) (int, error) {
+							return durable.Step(c, "s", func(context.Context) (int, error) {
+								ranIn.Store(int32(e.Invocations()))
+								return 1, nil
+							})
+						},
+					}, durable.BatchOptions{MaxConcurrency: tt.limit})
+					return nil, err
+				}, durable.Options{})
+				if out, err := e.Drive(context.Background(), h, 5); err != nil || out.Status != durable.StatusSucceeded {
+					t.Fatalf("limit %d: %+v %v", tt.limit, out, err)
+				}
+				if got := ranIn.Load(); got != tt.ranIn {
+					t.Errorf("limit %d: second branch ran in invocation %d, want %d", tt.limit, got, tt.ranIn)
+				}
+			}
+		}
+	})
+}

@@ -23,8 +23,13 @@ func TestCheckpointValidationMatchesServer(t *testing.T) {
 	}
 	step, wait, ctxOp, cb := types.OperationTypeStep, types.OperationTypeWait, types.OperationTypeContext, types.OperationTypeCallback
 	start, succeed, fail, retry := types.OperationActionStart, types.OperationActionSucceed, types.OperationActionFail, types.OperationActionRetry
+	cancel := types.OperationActionCancel
 	withParent := func(u types.OperationUpdate, p string) types.OperationUpdate { u.ParentId = aws.String(p); return u }
 	withPayload := func(u types.OperationUpdate) types.OperationUpdate { u.Payload = aws.String(`"x"`); return u }
+	withWait := func(u types.OperationUpdate) types.OperationUpdate {
+		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(3600)}
+		return u
+	}
 	withRetry := func(u types.OperationUpdate) types.OperationUpdate {
 		u.StepOptions = &types.StepOptions{NextAttemptDelaySeconds: aws.Int32(1)}
 		return u
@@ -43,7 +48,11 @@ func TestCheckpointValidationMatchesServer(t *testing.T) {
 		{"succeed a wait", [][]types.OperationUpdate{{up("w", wait, succeed)}}, "Invalid action for the given operation type."},
 		{"start a wait twice", [][]types.OperationUpdate{{up("w", wait, start)}, {up("w", wait, start)}}, "Cannot start a WAIT that already exists."},
 		{"start a callback twice", [][]types.OperationUpdate{{up("c", cb, start)}, {up("c", cb, start)}}, "Cannot start a CALLBACK that already exists."},
-		{"two updates of a wait", [][]types.OperationUpdate{{up("w", wait, start), up("w", wait, types.OperationActionCancel)}}, "Cannot update the same operation twice in a single request."},
+		{"cancel a started wait", [][]types.OperationUpdate{{withWait(up("w", wait, start))}, {up("w", wait, cancel)}}, ""},
+		{"cancel a cancelled wait", [][]types.OperationUpdate{{withWait(up("w", wait, start))}, {up("w", wait, cancel)}, {up("w", wait, cancel)}}, "Cannot cancel a WAIT that does not exist or has already completed."},
+		{"cancel an unknown wait", [][]types.OperationUpdate{{up("w", wait, cancel)}}, "Cannot cancel a WAIT that does not exist or has already completed."},
+		{"cancel a step", [][]types.OperationUpdate{{up("s", step, start)}, {up("s", step, cancel)}}, "Invalid action for the given operation type."},
+		{"two updates of a wait", [][]types.OperationUpdate{{up("w", wait, start), up("w", wait, cancel)}}, "Cannot update the same operation twice in a single request."},
 		{"parent is a step", [][]types.OperationUpdate{{up("s", step, start)}, {withParent(up("k", step, start), "s")}}, "Invalid parent operation id."},
 		{"parent unknown", [][]types.OperationUpdate{{withParent(up("k", step, start), "nope")}}, "Invalid parent operation id."},
 		{"parent started in the same request", [][]types.OperationUpdate{{up("p", ctxOp, start), withParent(up("k", step, start), "p")}}, ""},

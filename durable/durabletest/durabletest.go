@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -204,7 +205,68 @@ func (e *serverExec) control(path string, body any) ([]byte, error) {
 	return out, nil
 }
 
-func (e *serverExec) API() durable.API { return e.client }
+func (e *serverExec) API() durable.API { return serverAPI{Client: e.client, e: e} }
+
+// serverAPI is the client handlers use on the checkpoint server. The server
+// validates a WAIT CANCEL and records it, but leaves the wait STARTED for the
+// service's timer side to settle, which the testing SDK's own runner does not
+// do (it acts on a wait's START only). The driver plays that part of the
+// service: once a checkpoint with WAIT CANCEL updates is accepted, it sets each
+// wait CANCELLED through UpdateCheckpointData, before the checkpoint returns,
+// and the response carries the waits as the server then holds them. A second
+// CANCEL of the same wait is then refused, as by the service.
+type serverAPI struct {
+	*lambda.Client
+	e *serverExec
+}
+
+func (a serverAPI) CheckpointDurableExecution(ctx context.Context, in *lambda.CheckpointDurableExecutionInput, opts ...func(*lambda.Options)) (*lambda.CheckpointDurableExecutionOutput, error) {
+	out, err := a.Client.CheckpointDurableExecution(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	for _, u := range in.Updates {
+		if u.Type != types.OperationTypeWait || u.Action != types.OperationActionCancel {
+			continue
+		}
+		id := aws.ToString(u.Id)
+		raw, err := a.e.control("update", map[string]any{"executionId": aws.ToString(in.DurableExecutionArn), "operationId": id,
+			"operationData": map[string]any{"Status": "CANCELLED"}})
+		if err != nil {
+			return nil, fmt.Errorf("durabletest: settle cancelled wait %s: %w", id, err)
+		}
+		op, err := decodeOperation(raw)
+		if err != nil {
+			return nil, err
+		}
+		if out.NewExecutionState == nil {
+			out.NewExecutionState = &types.CheckpointUpdatedExecutionState{}
+		}
+		ops := out.NewExecutionState.Operations
+		i := slices.IndexFunc(ops, func(o types.Operation) bool { return aws.ToString(o.Id) == id })
+		if i < 0 {
+			ops = append(ops, op)
+		} else {
+			ops[i] = op
+		}
+		out.NewExecutionState.Operations = ops
+	}
+	return out, nil
+}
+
+// decodeOperation reads the {"Operation": ...} answer of /harness/update, with
+// the invocation payload's timestamp conventions.
+func decodeOperation(raw []byte) (types.Operation, error) {
+	var answer struct{ Operation json.RawMessage }
+	if err := json.Unmarshal(raw, &answer); err != nil || len(answer.Operation) == 0 {
+		return types.Operation{}, fmt.Errorf("durabletest: harness update answered %s", raw)
+	}
+	in, err := durable.DecodeInput([]byte(`{"InitialExecutionState":{"Operations":[` + string(answer.Operation) + `]}}`))
+	if err != nil {
+		return types.Operation{}, err
+	}
+	return in.InitialExecutionState.Operations[0], nil
+}
 func (e *serverExec) Now() time.Time   { return time.Now() }
 func (e *serverExec) Invocations() int { e.mu.Lock(); defer e.mu.Unlock(); return e.invocations }
 func (e *serverExec) Elapse(d time.Duration) {

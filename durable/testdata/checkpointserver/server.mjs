@@ -16,7 +16,8 @@
 //   POST /harness/invoke  {"executionId": "..."}      StartInvocation       -> invocation input
 //   POST /harness/complete {"executionId","invocationId","error"}           CompleteInvocation
 //   POST /harness/update  {"executionId","operationId","operationData","payload","error"}
-//                                                     UpdateCheckpointData (timers, execution end)
+//                                                     UpdateCheckpointData (timers, execution end,
+//                                                     cancelled waits) -> {"Operation": ...}
 // Timestamps are written as epoch seconds, as the service's JSON protocol does.
 import { Worker } from "node:worker_threads";
 import { createServer } from "node:http";
@@ -135,8 +136,8 @@ const server = createServer(async (req, res) => {
 				case "complete":
 					return send(res, 200, await call("CompleteInvocation", p));
 				case "update":
-					await call("UpdateCheckpointData", p);
-					return send(res, 200, {});
+					// The operation as the server holds it after the update.
+					return send(res, 200, { Operation: (await call("UpdateCheckpointData", p))?.operation });
 			}
 		}
 		if (parts[0] === "ping") return send(res, 200, { ok: true });
