@@ -102,6 +102,9 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 	id, op := dc.next(types.OperationTypeContext, name)
 	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id}
 	if op != nil {
+		if finished(op.Status) {
+			dc.x.visitUnder(id)
+		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
 			var v T
@@ -577,7 +580,8 @@ func branchContexts(parent *Context, n int) ([]*Context, []string) {
 // which the service keeps in state because the batch was checkpointed with
 // ReplayChildren: each finished branch's own payload holds its result (or its
 // error holds the failure); a branch not finished is ItemStarted. No branch
-// body runs, so no step or wait in it is visited again.
+// body runs, so no step or wait in it is visited again (runChild counted them
+// as visited).
 func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i int) string) (BatchResult[T], error) {
 	x := parent.x
 	if m.Total != n {
@@ -610,12 +614,25 @@ func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i 
 			res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
 		}
 	}
-	x.visitUnder(parent.parentID)
 	return res, nil
 }
 
+// finished reports whether a context with this status is over: its body does
+// not run again.
+func finished(s types.OperationStatus) bool {
+	switch s {
+	case types.OperationStatusSucceeded, types.OperationStatusFailed, types.OperationStatusCancelled,
+		types.OperationStatusTimedOut, types.OperationStatusStopped:
+		return true
+	}
+	return false
+}
+
 // visitUnder counts every operation of history below the context root as
-// visited, for a context whose result is rebuilt without replaying its body.
+// visited: root is finished, its result replays from its payload or is rebuilt
+// from its branches, and its body does not run again. Below a finished context
+// the fake's state holds nothing unless it has ReplayChildren; the checkpoint
+// server's invocation input holds everything.
 func (x *execution) visitUnder(root string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -656,6 +673,9 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 			Action: action, SubType: aws.String(sub), ParentId: aws.String(batchID)}
 	}
 	if op != nil {
+		if finished(op.Status) {
+			x.visitUnder(id)
+		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
 			var v T

@@ -100,6 +100,11 @@ func TestBatchOverPayloadLimitReplaysChildren(t *testing.T) {
 					if err := dc.Wait("after", time.Second); err != nil {
 						return nil, err
 					}
+					// Every operation of history was visited, the rebuilt
+					// batch's branches and steps included.
+					if dc.Replaying() {
+						return nil, errors.New("still replaying after the last operation")
+					}
 					return res.Succeeded(), nil
 				}, durable.Options{})
 				out, err := e.Drive(context.Background(), h, 5)
