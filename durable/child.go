@@ -341,6 +341,15 @@ type NamedBranch[T any] struct {
 // for them; the branches stay ItemStarted in the result. Callbacks, chained
 // invokes and step retries pending in them are left as they are.
 //
+// A batch result whose encoding is larger than the operation payload limit (the
+// codec's MaxBytes, 256 KB by default) does not fail: the batch's CONTEXT SUCCEED
+// carries a small marker and ContextOptions.ReplayChildren, so the service keeps
+// the branches' CONTEXT operations in state, and replays rebuild the same result
+// from their own payloads without running any branch again
+// (TestBatchOverPayloadLimitReplaysChildren). Each branch's result must fit the
+// limit itself: one that does not fails that branch with a
+// *[ResultTooLargeError].
+//
 // The branches' CONTEXT operations are named "parallel-branch-<i>"; use
 // [ParallelNamed] to name them.
 func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchOptions) (BatchResult[T], error) {
@@ -417,7 +426,8 @@ func ParallelNamed[T any](dc *Context, name string, branches []NamedBranch[T], o
 // Map runs fn for every item, each in its own child context ("map-item-<i>"),
 // with the same concurrency and completion policy as [Parallel], including the
 // cancellation of the waits of items left suspended when the batch completes
-// early.
+// early, and the same handling of a result over the operation payload limit
+// (ReplayChildren; TestBatchOverPayloadLimitReplaysChildren).
 func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Context, dc *Context, item I, index int) (T, error), opts BatchOptions) (BatchResult[T], error) {
 	return batch(dc, name, subMap, subIteration, func(i int) string { return fmt.Sprintf("map-item-%d", i) }, len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return fn(ctx, c, items[i], i)
