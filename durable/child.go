@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/cairn-go/cairn/checkpoint"
 )
 
 // Operation subtypes as the official SDKs record them.
@@ -25,30 +27,98 @@ const (
 	subInvoke      = "ChainedInvoke"
 	codecChild     = "durable.context"
 	codecCondition = "durable.condition"
+	codecBatch     = "durable.batch-children"
 )
+
+// ResultTooLargeError reports a child context's result ([RunInChildContext],
+// or one branch of [Parallel], [ParallelNamed] or [Map]) whose encoding is
+// larger than the codec's MaxBytes, the operation payload limit (256 KB by
+// default). The context is checkpointed FAILED with it: a replay returns the
+// same failure. It matches checkpoint.ErrTooLarge. A whole batch result over
+// the limit is not an error: see [Parallel].
+type ResultTooLargeError struct {
+	// OperationID and Name are the CONTEXT operation's.
+	OperationID, Name string
+	// Size is the encoded result's length and Limit the codec's MaxBytes.
+	Size, Limit int
+	// Err is the codec's error.
+	Err error
+}
+
+// Error names the context, the size and the limit.
+func (e *ResultTooLargeError) Error() string {
+	return fmt.Sprintf("durable: result of context %s (%s) is %d bytes, over the operation payload limit of %d", e.OperationID, e.Name, e.Size, e.Limit)
+}
+
+// Unwrap returns the codec's error, so the error matches checkpoint.ErrTooLarge.
+func (e *ResultTooLargeError) Unwrap() error { return e.Err }
+
+// tooLarge wraps a codec ErrTooLarge of context id's result in a
+// *ResultTooLargeError; any other error is returned as it is.
+func tooLarge(id, name string, err error) error {
+	var ce *checkpoint.Error
+	if errors.As(err, &ce) && ce.Kind == checkpoint.ErrTooLarge {
+		return &ResultTooLargeError{OperationID: id, Name: name, Size: ce.Size, Limit: ce.Limit, Err: err}
+	}
+	return err
+}
+
+// rebuilder lets runChild checkpoint a result too large for the payload as a
+// marker with ContextOptions.ReplayChildren, and rebuild it on replay from the
+// children's state (which the service then keeps in state loads).
+type rebuilder[T any] struct {
+	// marker is the small value checkpointed instead of v.
+	marker func(v T) batchMarker
+	// rebuild returns the result from the children of the context child.
+	rebuild func(child *Context, m batchMarker) (T, error)
+}
+
+// batchMarker is the payload of a batch context checkpointed with
+// ReplayChildren: what its branches' operations do not say.
+type batchMarker struct {
+	Total            int
+	CompletionReason string
+}
 
 // RunInChildContext runs fn in a child context: a CONTEXT operation whose own
 // operations are its children (their IDs derive from the child's step ID, their
 // ParentId is its operation ID). Once the child succeeds its result is
 // checkpointed and later replays return it without running fn or visiting its
 // children. A failure is checkpointed too and replays as an *[OperationError].
+//
+// A result larger than the operation payload limit fails the context with a
+// *[ResultTooLargeError].
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
-	return runChild(dc, name, subChild, fn, nil)
+	return runChild(dc, name, subChild, fn, nil, nil)
 }
 
 // runChild runs fn as the CONTEXT operation name. closing, when set, is called
 // once fn has returned: the updates it returns are checkpointed in the same
 // request as the context's SUCCEED or FAIL, so either both or neither apply.
-func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate) (T, error) {
+// big, when set, takes a result too large for the payload: see [rebuilder];
+// otherwise such a result fails the context with a *ResultTooLargeError.
+func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate, big *rebuilder[T]) (T, error) {
 	var zero T
 	id, op := dc.next(types.OperationTypeContext, name)
 	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id}
 	if op != nil {
+		if finished(op.Status) {
+			dc.x.visitUnder(id)
+		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
 			var v T
 			if op.ContextDetails == nil || op.ContextDetails.Result == nil {
 				return zero, nil
+			}
+			if big != nil && aws.ToBool(op.ContextDetails.ReplayChildren) {
+				// The result was too large: the payload is a marker and the
+				// service kept the children, from which the result is rebuilt.
+				var m batchMarker
+				if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecBatch, &m); err != nil {
+					return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+				}
+				return big.rebuild(child, m)
 			}
 			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
 				return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
@@ -70,8 +140,16 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 		updates = closing()
 	}
 	var payload []byte
+	replayChildren := false
 	if err == nil {
 		payload, err = dc.x.h.opts.Codec.Marshal(codecChild, v)
+		if errors.Is(err, checkpoint.ErrTooLarge) && big != nil {
+			// Too large for the context's payload: checkpoint a marker and ask the
+			// service to keep the children in state, to rebuild the result from.
+			payload, err = dc.x.h.opts.Codec.Marshal(codecBatch, big.marker(v))
+			replayChildren = true
+		}
+		err = tooLarge(id, name, err)
 	}
 	if err != nil {
 		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
@@ -82,6 +160,9 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 	}
 	u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionSucceed)
 	u.Payload = aws.String(string(payload))
+	if replayChildren {
+		u.ContextOptions = &types.ContextOptions{ReplayChildren: aws.Bool(true)}
+	}
 	dc.checkpoint(append(updates, u)...)
 	dc.x.cancelled(waitIDs(updates)...)
 	return v, nil
@@ -260,6 +341,15 @@ type NamedBranch[T any] struct {
 // for them; the branches stay ItemStarted in the result. Callbacks, chained
 // invokes and step retries pending in them are left as they are.
 //
+// A batch result whose encoding is larger than the operation payload limit (the
+// codec's MaxBytes, 256 KB by default) does not fail: the batch's CONTEXT SUCCEED
+// carries a small marker and ContextOptions.ReplayChildren, so the service keeps
+// the branches' CONTEXT operations in state, and replays rebuild the same result
+// from their own payloads without running any branch again
+// (TestBatchOverPayloadLimitReplaysChildren). Each branch's result must fit the
+// limit itself: one that does not fails that branch with a
+// *[ResultTooLargeError].
+//
 // The branches' CONTEXT operations are named "parallel-branch-<i>"; use
 // [ParallelNamed] to name them.
 func Parallel[T any](dc *Context, name string, branches []Branch[T], opts BatchOptions) (BatchResult[T], error) {
@@ -336,7 +426,8 @@ func ParallelNamed[T any](dc *Context, name string, branches []NamedBranch[T], o
 // Map runs fn for every item, each in its own child context ("map-item-<i>"),
 // with the same concurrency and completion policy as [Parallel], including the
 // cancellation of the waits of items left suspended when the batch completes
-// early.
+// early, and the same handling of a result over the operation payload limit
+// (ReplayChildren; TestBatchOverPayloadLimitReplaysChildren).
 func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Context, dc *Context, item I, index int) (T, error), opts BatchOptions) (BatchResult[T], error) {
 	return batch(dc, name, subMap, subIteration, func(i int) string { return fmt.Sprintf("map-item-%d", i) }, len(items), opts, func(ctx context.Context, c *Context, i int) (T, error) {
 		return fn(ctx, c, items[i], i)
@@ -358,16 +449,7 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 		for i := range res.Items {
 			res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
 		}
-		// Every branch's child context is created in index order up front, so the
-		// operation IDs do not depend on which goroutine runs first.
-		children := make([]*Context, n)
-		ids := make([]string, n)
-		for i := range n {
-			parent.counter++
-			step := parent.stepID()
-			ids[i] = OperationID(step)
-			children[i] = &Context{x: dc.x, prefix: step, parentID: ids[i]}
-		}
+		children, ids := branchContexts(parent, n)
 		limit := opts.MaxConcurrency
 		if limit == 0 {
 			limit = max(n, 1)
@@ -479,7 +561,105 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 			return res, fmt.Errorf("%w: %d of %d branches failed", ErrBatchFailed, failed, n)
 		}
 		return res, nil
-	}, func() []types.OperationUpdate { return cancels })
+	}, func() []types.OperationUpdate { return cancels }, &rebuilder[BatchResult[T]]{
+		marker: func(r BatchResult[T]) batchMarker {
+			return batchMarker{Total: len(r.Items), CompletionReason: r.CompletionReason}
+		},
+		rebuild: func(parent *Context, m batchMarker) (BatchResult[T], error) {
+			return rebuildBatch[T](parent, m, n, itemName)
+		},
+	})
+}
+
+// branchContexts creates every branch's child context in index order up front,
+// so the operation IDs do not depend on which goroutine runs first.
+func branchContexts(parent *Context, n int) ([]*Context, []string) {
+	children := make([]*Context, n)
+	ids := make([]string, n)
+	for i := range n {
+		parent.counter++
+		step := parent.stepID()
+		ids[i] = OperationID(step)
+		children[i] = &Context{x: parent.x, prefix: step, parentID: ids[i]}
+	}
+	return children, ids
+}
+
+// rebuildBatch returns the result of the completed batch context parent whose
+// result was too large for its payload, from its branches' CONTEXT operations,
+// which the service keeps in state because the batch was checkpointed with
+// ReplayChildren: each finished branch's own payload holds its result (or its
+// error holds the failure); a branch not finished is ItemStarted. No branch
+// body runs, so no step or wait in it is visited again (runChild counted them
+// as visited).
+func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i int) string) (BatchResult[T], error) {
+	x := parent.x
+	if m.Total != n {
+		panic(abort{err: fmt.Errorf("%w: batch %s had %d branches, code has %d", ErrNondeterministic, parent.parentID, m.Total, n)})
+	}
+	_, ids := branchContexts(parent, n)
+	res := BatchResult[T]{Items: make([]BatchItem[T], n), CompletionReason: m.CompletionReason}
+	for i, id := range ids {
+		res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
+		op := x.op(id)
+		if op == nil {
+			continue
+		}
+		name := itemName(i)
+		if op.Type != types.OperationTypeContext || aws.ToString(op.Name) != name {
+			panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for CONTEXT %q", ErrNondeterministic, id, op.Type, aws.ToString(op.Name), name)})
+		}
+		switch op.Status {
+		case types.OperationStatusSucceeded:
+			var v T
+			if op.ContextDetails != nil && op.ContextDetails.Result != nil {
+				if err := x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
+					return BatchResult[T]{}, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+				}
+			}
+			res.Items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
+		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
+			// The item as the live run built it: the message is the one recorded.
+			oe := operationError(op).(*OperationError)
+			res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
+		}
+	}
+	return res, nil
+}
+
+// finished reports whether a context with this status is over: its body does
+// not run again.
+func finished(s types.OperationStatus) bool {
+	switch s {
+	case types.OperationStatusSucceeded, types.OperationStatusFailed, types.OperationStatusCancelled,
+		types.OperationStatusTimedOut, types.OperationStatusStopped:
+		return true
+	}
+	return false
+}
+
+// visitUnder counts every operation of history below the context root as
+// visited: root is finished, its result replays from its payload or is rebuilt
+// from its branches, and its body does not run again. Below a finished context
+// the fake's state holds nothing unless it has ReplayChildren; the checkpoint
+// server's invocation input holds everything.
+func (x *execution) visitUnder(root string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for id := range x.history {
+		p := x.ops[id]
+		for range len(x.ops) { // bounded: a corrupt history could hold a cycle
+			if p == nil || p.ParentId == nil {
+				break
+			}
+			if *p.ParentId == root {
+				x.visited++
+				break
+			}
+			p = x.ops[*p.ParentId]
+		}
+	}
+	x.replaying.Store(x.visited < len(x.history))
 }
 
 // branchChild runs one branch as the CONTEXT operation child.parentID, a child
@@ -503,6 +683,9 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 			Action: action, SubType: aws.String(sub), ParentId: aws.String(batchID)}
 	}
 	if op != nil {
+		if finished(op.Status) {
+			x.visitUnder(id)
+		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
 			var v T
@@ -528,6 +711,7 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 			x.checkpoint(u)
 			return v, nil
 		}
+		err = tooLarge(id, name, err)
 	}
 	if x.ctx.Err() != nil && errors.Is(err, x.ctx.Err()) {
 		panic(abort{err: err})

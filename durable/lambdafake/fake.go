@@ -403,6 +403,12 @@ func (f *Fake) apply(u types.OperationUpdate) {
 			op.StepDetails.Result, op.StepDetails.Error = u.Payload, u.Error
 		case types.OperationTypeContext:
 			op.ContextDetails.Result, op.ContextDetails.Error = u.Payload, u.Error
+			// As the checkpoint server does: a SUCCEED or FAIL may set
+			// ReplayChildren (the JS SDK and the durable adapter set it there, once
+			// they know the result is too large); absent, the START's value stays.
+			if u.ContextOptions != nil && u.ContextOptions.ReplayChildren != nil {
+				op.ContextDetails.ReplayChildren = u.ContextOptions.ReplayChildren
+			}
 		case types.OperationTypeExecution:
 			f.result, f.done = u.Payload, true
 		}
