@@ -409,6 +409,44 @@ func (s *suite) queueFixedID(t *testing.T) {
 	}
 }
 
+// queueAgainWhileRunning: a delivery that queues itself again under its ID and
+// then fails runs again counted as a retry. The runtime re-queues what a failed
+// execution may have left unqueued (a step it started inline) only for a retry,
+// so a World that counts it as a first delivery can leave a run waiting for ever.
+func (s *suite) queueAgainWhileRunning(t *testing.T) {
+	r := newRecorder(s.now)
+	fixed := uid(t, "again")
+	var (
+		mu    sync.Mutex
+		w     worlds.World
+		first = true
+	)
+	r.fail = func(d worlds.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if d.ID != fixed || !first {
+			return nil
+		}
+		first = false
+		if _, err := w.Queue(context.Background(), d.Input, worlds.QueueOptions{ID: fixed}); err != nil {
+			return err
+		}
+		return errors.New("worldtest: fail the execution that queued itself again")
+	}
+	served := s.serve(t, r)
+	mu.Lock()
+	w = served
+	mu.Unlock()
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "worldtest", RunID: uid(t, "run")}
+	if _, err := served.Queue(ctx(t), in, worlds.QueueOptions{ID: fixed}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, r, "the execution after the failed one", func() bool { return len(r.byID(fixed)) >= 2 })
+	if got := r.byID(fixed); got[0].d.Attempt != 1 || got[1].d.Attempt < 2 {
+		t.Errorf("attempts %d, %d; want 1, then 2 or more: queueing a delivery again must not reset its count", got[0].d.Attempt, got[1].d.Attempt)
+	}
+}
+
 func (s *suite) redelivery(t *testing.T) {
 	r := newRecorder(s.now)
 	var mu sync.Mutex

@@ -50,6 +50,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"QueueValidation", s.queueValidation},
 		{"QueueFixedIDOnce", s.queueFixedID},
 		{"Redelivery", s.redelivery},
+		{"QueueAgainWhileRunning", s.queueAgainWhileRunning},
 		{"EarlyArrival", s.earlyArrival},
 		{"CancelDelivery", s.cancelDelivery},
 	} {

@@ -32,8 +32,12 @@ type World struct {
 	subs    map[string]map[int]chan struct{}
 	subSeq  int
 
-	queue   []*worlds.Delivery
-	ids     map[string]bool
+	queue []*worlds.Delivery
+	ids   map[string]bool
+	// counts are the receive counts of deliveries taken and not yet
+	// acknowledged, so one queued again under its ID while it runs keeps its
+	// count, as every World must.
+	counts  map[string]int
 	seq     int
 	wake    chan struct{}
 	clock   func() time.Time
@@ -69,7 +73,7 @@ func New(opts ...Option) *World {
 		runs: map[string]*worlds.Run{}, events: map[string][]worlds.Event{},
 		steps: map[string]map[string]*worlds.Step{}, stepOrd: map[string][]string{},
 		hooks: map[string]*worlds.Hook{}, tokens: map[string]string{}, waits: map[string]*worlds.Wait{},
-		streams: map[string]*stream{}, subs: map[string]map[int]chan struct{}{}, ids: map[string]bool{},
+		streams: map[string]*stream{}, subs: map[string]map[int]chan struct{}{}, ids: map[string]bool{}, counts: map[string]int{},
 		wake: make(chan struct{}, 1), clock: time.Now,
 	}
 	for _, o := range opts {
@@ -484,7 +488,7 @@ func (w *World) Queue(_ context.Context, in worlds.QueueInput, opts worlds.Queue
 	if due.IsZero() {
 		due = w.clock()
 	}
-	w.queue = append(w.queue, &worlds.Delivery{ID: id, Input: in, DueAt: due})
+	w.queue = append(w.queue, &worlds.Delivery{ID: id, Input: in, DueAt: due, Attempt: w.counts[id]})
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -533,6 +537,7 @@ func (w *World) take() ([]worlds.Delivery, time.Time) {
 			d.Attempt++
 			due = append(due, *d)
 			delete(w.ids, d.ID)
+			w.counts[d.ID] = max(w.counts[d.ID], d.Attempt)
 			continue
 		}
 		if next.IsZero() || d.DueAt.Before(next) {
@@ -547,9 +552,27 @@ func (w *World) take() ([]worlds.Delivery, time.Time) {
 func (w *World) requeue(d worlds.Delivery) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.ids[d.ID] {
+		// Queued again while it ran: that one runs, counted as a retry.
+		for _, q := range w.queue {
+			if q.ID == d.ID {
+				q.Attempt = max(q.Attempt, d.Attempt)
+			}
+		}
+		return
+	}
 	d.DueAt = w.clock().Add(20 * time.Millisecond)
 	w.queue = append(w.queue, &d)
 	w.ids[d.ID] = true
+}
+
+// ack forgets the count of an acknowledged delivery not queued again.
+func (w *World) ack(d worlds.Delivery) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ids[d.ID] {
+		delete(w.counts, d.ID)
+	}
 }
 
 // Serve implements worlds.Server: it runs due deliveries concurrently until ctx ends
@@ -571,6 +594,8 @@ func (w *World) Serve(ctx context.Context, r worlds.Runner) error {
 					defer wg.Done()
 					if err := r.Run(ctx, w, d); err != nil && ctx.Err() == nil {
 						w.requeue(d)
+					} else if err == nil {
+						w.ack(d)
 					}
 				}(d)
 			}
@@ -600,6 +625,8 @@ func (w *World) RunOne(ctx context.Context, r worlds.Runner) (int, []error) {
 		if err := r.Run(ctx, w, d); err != nil {
 			errs = append(errs, err)
 			w.requeue(d)
+		} else {
+			w.ack(d)
 		}
 	}
 	return len(due), errs
