@@ -126,9 +126,11 @@ func (w *World) orphaned(rec *record, now time.Time) bool {
 		// Scheduler fires within a minute or so of the due time, not at once.
 		wait += scheduleGrace
 	}
-	if rec.attempts > 0 {
-		// Received before: its message may be waiting out a failure backoff, or
-		// sit in the dead-letter queue for `cairn redrive`.
+	if rec.lease > 0 {
+		// Received since it was last queued (a receive leaves a lease time, a
+		// Queue call removes it but keeps the attempt count): its message may be
+		// waiting out a failure backoff, or sit in the dead-letter queue for
+		// `cairn redrive`.
 		wait = w.cfg.DeadLetterRetention
 	}
 	return now.UnixMilli()-last > wait.Milliseconds()

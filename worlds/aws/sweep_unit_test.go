@@ -31,6 +31,7 @@ func TestOrphaned(t *testing.T) {
 		{"failed, in backoff", record{DueAt: now.Add(-time.Hour), lease: ms(-10 * time.Minute), attempts: 3}, false},
 		{"failed, dead-lettered within its retention", record{DueAt: now.Add(-10 * 24 * time.Hour), lease: ms(-10 * 24 * time.Hour), attempts: 10}, false},
 		{"failed, dead-letter retention over", record{DueAt: now.Add(-15 * 24 * time.Hour), lease: ms(-15 * 24 * time.Hour), attempts: 10}, true},
+		{"failed, then queued again and its new message lost", record{DueAt: now.Add(-time.Hour), published: ms(-time.Hour), attempts: 2}, true},
 	}
 	for _, tc := range cases {
 		if got := w.orphaned(&tc.rec, now); got != tc.want {
