@@ -44,15 +44,12 @@ func (r *runningSteps) add(runID string, cancel context.CancelCauseFunc) func() 
 // interrupt cancels the contexts of runID's attempts that started before asked,
 // the time the cancel was requested: cleanup steps the run's code starts
 // after seeing the request keep running.
-func (r *runningSteps) interrupt(runID string, asked time.Time, cause error) int {
+func (r *runningSteps) interrupt(runID string, asked time.Time, cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
 	for s := range r.byRun[runID] {
 		if s.started.Before(asked) {
 			s.cancel(cause)
-			n++
 		}
 	}
-	return n
 }

@@ -100,7 +100,7 @@ func advancing(t worlds.EventType) bool {
 func marked(ev worlds.Event) bool {
 	switch ev.Type {
 	case worlds.EventAttributesSet:
-		return versionsOf(ev.Attributes, map[string]int{})
+		return versionsOf(ev.Attributes, nil)
 	case worlds.EventWaitCompleted:
 		return ev.Reason == worlds.WaitCancelled
 	}

@@ -79,8 +79,8 @@ type execution struct {
 
 	pos     int
 	pending []pendingOp
-	// marks are events that record what the code chose ([Version]) rather than
-	// operations; they go first in the next write.
+	// marks are events that record what the code chose (a [Version], a timer's
+	// cancellation) rather than operations; they go last in the next write.
 	marks []worlds.Event
 	// fns are the functions of the steps the execution's deliveries queued, for
 	// their step deliveries while it is cached.

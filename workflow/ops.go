@@ -156,13 +156,7 @@ func (f *Future[O]) Get(ctx Context) (O, error) {
 	}
 	e.enter()
 	for {
-		if f.rec == nil {
-			f.rec = e.hist.byID[f.id]
-		}
-		var done *worlds.Event
-		if f.rec != nil {
-			done = f.rec.done
-		}
+		done, _ := f.readyEvent()
 		if err := e.interrupted(ctx, done); err != nil {
 			return zero, err
 		}

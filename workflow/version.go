@@ -102,7 +102,8 @@ func Version(ctx Context, changeID string, minSupported, maxSupported int) (int,
 	return v, nil
 }
 
-// versionsOf reads the version markers of an attributes_set event into versions.
+// versionsOf reads the version markers of an attributes_set event into versions
+// (nil: only report whether there are any).
 func versionsOf(attrs map[string]string, versions map[string]int) bool {
 	found := false
 	for k, val := range attrs {
@@ -111,6 +112,9 @@ func versionsOf(attrs map[string]string, versions map[string]int) bool {
 			continue
 		}
 		if v, err := strconv.Atoi(val); err == nil {
+			if versions == nil {
+				return true
+			}
 			versions[id] = v
 			found = true
 		}
