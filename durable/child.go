@@ -30,42 +30,12 @@ const (
 	codecBatch     = "durable.batch-children"
 )
 
-// ResultTooLargeError reports a child context's result ([RunInChildContext],
-// or one branch of [Parallel], [ParallelNamed] or [Map]) whose encoding is
-// larger than the codec's MaxBytes, the operation payload limit (256 KB by
-// default). The context is checkpointed FAILED with it: a replay returns the
-// same failure. It matches checkpoint.ErrTooLarge. A whole batch result over
-// the limit is not an error: see [Parallel].
-type ResultTooLargeError struct {
-	// OperationID and Name are the CONTEXT operation's.
-	OperationID, Name string
-	// Size is the encoded result's length and Limit the codec's MaxBytes.
-	Size, Limit int
-	// Err is the codec's error.
-	Err error
-}
-
-// Error names the context, the size and the limit.
-func (e *ResultTooLargeError) Error() string {
-	return fmt.Sprintf("durable: result of context %s (%s) is %d bytes, over the operation payload limit of %d", e.OperationID, e.Name, e.Size, e.Limit)
-}
-
-// Unwrap returns the codec's error, so the error matches checkpoint.ErrTooLarge.
-func (e *ResultTooLargeError) Unwrap() error { return e.Err }
-
-// tooLarge wraps a codec ErrTooLarge of context id's result in a
-// *ResultTooLargeError; any other error is returned as it is.
-func tooLarge(id, name string, err error) error {
-	var ce *checkpoint.Error
-	if errors.As(err, &ce) && ce.Kind == checkpoint.ErrTooLarge {
-		return &ResultTooLargeError{OperationID: id, Name: name, Size: ce.Size, Limit: ce.Limit, Err: err}
-	}
-	return err
-}
-
-// rebuilder lets runChild checkpoint a result too large for the payload as a
-// marker with ContextOptions.ReplayChildren, and rebuild it on replay from the
-// children's state (which the service then keeps in state loads).
+// rebuilder lets runChild checkpoint a batch result too large for the payload
+// as a marker with ContextOptions.ReplayChildren, and rebuild it on replay from
+// the branches' state (which the service then keeps in state loads). Without
+// one, runChild checkpoints an empty payload with ReplayChildren and rebuilds
+// the result by running the context's function again over its recorded
+// children, as the official SDKs do.
 type rebuilder[T any] struct {
 	// marker is the small value checkpointed instead of v.
 	marker func(v T) batchMarker
@@ -86,8 +56,13 @@ type batchMarker struct {
 // checkpointed and later replays return it without running fn or visiting its
 // children. A failure is checkpointed too and replays as an *[OperationError].
 //
-// A result larger than the operation payload limit fails the context with a
-// *[ResultTooLargeError].
+// A result larger than the operation payload limit (the codec's MaxBytes,
+// 256 KB by default) is not checkpointed: the context is checkpointed with an
+// empty payload and ContextOptions.ReplayChildren, so the service keeps its
+// children in state, and a replay runs fn again to rebuild the result. In that
+// re-run every operation comes from history — no step body runs again — and an
+// operation history does not hold fails the invocation with
+// [ErrNondeterministic], as any divergence does.
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
 	return runChild(dc, name, subChild, fn, nil, nil)
 }
@@ -95,15 +70,19 @@ func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Cont
 // runChild runs fn as the CONTEXT operation name. closing, when set, is called
 // once fn has returned: the updates it returns are checkpointed in the same
 // request as the context's SUCCEED or FAIL, so either both or neither apply.
-// big, when set, takes a result too large for the payload: see [rebuilder];
-// otherwise such a result fails the context with a *ResultTooLargeError.
+// big, when set, takes a result too large for the payload: see [rebuilder].
 func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate, big *rebuilder[T]) (T, error) {
 	var zero T
 	id, op := dc.next(types.OperationTypeContext, name)
-	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id}
+	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id, rebuilding: dc.rebuilding}
 	if op != nil {
 		if finished(op.Status) {
-			dc.x.visitUnder(id)
+			dc.visitUnder(id)
+		}
+		if op.Status == types.OperationStatusSucceeded && big == nil && op.ContextDetails != nil && aws.ToBool(op.ContextDetails.ReplayChildren) {
+			// The result was too large for the payload: run fn again over the
+			// children the service kept, without checkpointing anything.
+			return rerun(dc.x, child, id, name, fn)
 		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
@@ -143,13 +122,17 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 	replayChildren := false
 	if err == nil {
 		payload, err = dc.x.h.opts.Codec.Marshal(codecChild, v)
-		if errors.Is(err, checkpoint.ErrTooLarge) && big != nil {
+		switch {
+		case errors.Is(err, checkpoint.ErrTooLarge) && big != nil:
 			// Too large for the context's payload: checkpoint a marker and ask the
 			// service to keep the children in state, to rebuild the result from.
 			payload, err = dc.x.h.opts.Codec.Marshal(codecBatch, big.marker(v))
 			replayChildren = true
+		case errors.Is(err, checkpoint.ErrTooLarge):
+			// Replays run fn again over the children the service keeps.
+			payload, err = nil, nil
+			replayChildren = true
 		}
-		err = tooLarge(id, name, err)
 	}
 	if err != nil {
 		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
@@ -165,6 +148,22 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 	}
 	dc.checkpoint(append(updates, u)...)
 	dc.x.cancelled(waitIDs(updates)...)
+	return v, nil
+}
+
+// rerun rebuilds the result of the finished context id, checkpointed with
+// ReplayChildren and no result, by running fn again in child with every
+// operation replayed from history (the caller has counted them as visited).
+func rerun[T any](x *execution, child *Context, id, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
+	child.rebuilding = true
+	v, err := fn(withInfo(x.ctx, Info{ExecutionArn: x.arn, OperationID: id, OperationName: name, Replaying: true}), child)
+	if err != nil {
+		if x.ctx.Err() != nil && errors.Is(err, x.ctx.Err()) {
+			panic(abort{err: err})
+		}
+		// The context succeeded; the same code over the same history cannot fail.
+		panic(abort{err: fmt.Errorf("%w: context %s (%s) succeeded, and rebuilding its result failed: %w", ErrNondeterministic, id, name, err)})
+	}
 	return v, nil
 }
 
@@ -346,9 +345,9 @@ type NamedBranch[T any] struct {
 // carries a small marker and ContextOptions.ReplayChildren, so the service keeps
 // the branches' CONTEXT operations in state, and replays rebuild the same result
 // from their own payloads without running any branch again
-// (TestBatchOverPayloadLimitReplaysChildren). Each branch's result must fit the
-// limit itself: one that does not fails that branch with a
-// *[ResultTooLargeError].
+// (TestBatchOverPayloadLimitReplaysChildren). A branch whose own result is over
+// the limit is checkpointed like an oversized [RunInChildContext] result, and
+// re-run over its recorded operations to rebuild it.
 //
 // The branches' CONTEXT operations are named "parallel-branch-<i>"; use
 // [ParallelNamed] to name them.
@@ -566,7 +565,7 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 			return batchMarker{Total: len(r.Items), CompletionReason: r.CompletionReason}
 		},
 		rebuild: func(parent *Context, m batchMarker) (BatchResult[T], error) {
-			return rebuildBatch[T](parent, m, n, itemName)
+			return rebuildBatch(parent, m, n, itemName, run)
 		},
 	})
 }
@@ -580,7 +579,7 @@ func branchContexts(parent *Context, n int) ([]*Context, []string) {
 		parent.counter++
 		step := parent.stepID()
 		ids[i] = OperationID(step)
-		children[i] = &Context{x: parent.x, prefix: step, parentID: ids[i]}
+		children[i] = &Context{x: parent.x, prefix: step, parentID: ids[i], rebuilding: parent.rebuilding}
 	}
 	return children, ids
 }
@@ -590,14 +589,15 @@ func branchContexts(parent *Context, n int) ([]*Context, []string) {
 // which the service keeps in state because the batch was checkpointed with
 // ReplayChildren: each finished branch's own payload holds its result (or its
 // error holds the failure); a branch not finished is ItemStarted. No branch
-// body runs, so no step or wait in it is visited again (runChild counted them
-// as visited).
-func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i int) string) (BatchResult[T], error) {
+// body runs, except that of a branch whose own result was too large for its
+// payload, which is re-run over its recorded children (runChild has counted
+// every operation below the batch as visited).
+func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i int) string, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
 	x := parent.x
 	if m.Total != n {
 		panic(abort{err: fmt.Errorf("%w: batch %s had %d branches, code has %d", ErrNondeterministic, parent.parentID, m.Total, n)})
 	}
-	_, ids := branchContexts(parent, n)
+	children, ids := branchContexts(parent, n)
 	res := BatchResult[T]{Items: make([]BatchItem[T], n), CompletionReason: m.CompletionReason}
 	for i, id := range ids {
 		res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
@@ -612,7 +612,10 @@ func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i 
 		switch op.Status {
 		case types.OperationStatusSucceeded:
 			var v T
-			if op.ContextDetails != nil && op.ContextDetails.Result != nil {
+			switch {
+			case op.ContextDetails != nil && aws.ToBool(op.ContextDetails.ReplayChildren):
+				v, _ = rerunBranch(children[i], id, name, run, i)
+			case op.ContextDetails != nil && op.ContextDetails.Result != nil:
 				if err := x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
 					return BatchResult[T]{}, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
 				}
@@ -643,7 +646,11 @@ func finished(s types.OperationStatus) bool {
 // from its branches, and its body does not run again. Below a finished context
 // the fake's state holds nothing unless it has ReplayChildren; the checkpoint
 // server's invocation input holds everything.
-func (x *execution) visitUnder(root string) {
+func (dc *Context) visitUnder(root string) {
+	if dc.rebuilding {
+		return // the context being rebuilt counted its whole subtree
+	}
+	x := dc.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for id := range x.history {
@@ -672,23 +679,28 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 	if op != nil && (op.Type != types.OperationTypeContext || aws.ToString(op.Name) != name) {
 		panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for CONTEXT %q", ErrNondeterministic, id, op.Type, aws.ToString(op.Name), name)})
 	}
-	x.mu.Lock()
-	if x.history[id] {
-		x.visited++
+	if !child.rebuilding {
+		x.mu.Lock()
+		if x.history[id] {
+			x.visited++
+		}
+		x.replaying.Store(x.visited < len(x.history))
+		x.mu.Unlock()
 	}
-	x.replaying.Store(x.visited < len(x.history))
-	x.mu.Unlock()
 	upd := func(action types.OperationAction) types.OperationUpdate {
 		return types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: types.OperationTypeContext,
 			Action: action, SubType: aws.String(sub), ParentId: aws.String(batchID)}
 	}
 	if op != nil {
 		if finished(op.Status) {
-			x.visitUnder(id)
+			child.visitUnder(id)
 		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
 			var v T
+			if op.ContextDetails != nil && aws.ToBool(op.ContextDetails.ReplayChildren) {
+				return rerunBranch(child, id, name, run, i)
+			}
 			if op.ContextDetails == nil || op.ContextDetails.Result == nil {
 				return zero, nil
 			}
@@ -700,26 +712,41 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 			return zero, operationError(op)
 		}
 	} else {
-		x.checkpoint(upd(types.OperationActionStart))
+		child.checkpoint(upd(types.OperationActionStart))
 	}
 	v, err := run(withInfo(x.ctx, Info{ExecutionArn: x.arn, OperationID: id, OperationName: name}), child, i)
 	if err == nil {
 		var payload []byte
-		if payload, err = x.h.opts.Codec.Marshal(codecChild, v); err == nil {
-			u := upd(types.OperationActionSucceed)
+		payload, err = x.h.opts.Codec.Marshal(codecChild, v)
+		u := upd(types.OperationActionSucceed)
+		switch {
+		case err == nil:
 			u.Payload = aws.String(string(payload))
-			x.checkpoint(u)
+		case errors.Is(err, checkpoint.ErrTooLarge):
+			// Like RunInChildContext: replays run the branch again over its
+			// children, which the service keeps.
+			u.Payload = aws.String("")
+			u.ContextOptions = &types.ContextOptions{ReplayChildren: aws.Bool(true)}
+			err = nil
+		}
+		if err == nil {
+			child.checkpoint(u)
 			return v, nil
 		}
-		err = tooLarge(id, name, err)
 	}
 	if x.ctx.Err() != nil && errors.Is(err, x.ctx.Err()) {
 		panic(abort{err: err})
 	}
 	u := upd(types.OperationActionFail)
 	u.Error = errorObject(err)
-	x.checkpoint(u)
+	child.checkpoint(u)
 	return zero, err
+}
+
+// rerunBranch rebuilds branch i's result, too large for its payload, by
+// running it again over its recorded children.
+func rerunBranch[T any](child *Context, id, name string, run func(ctx context.Context, c *Context, i int) (T, error), i int) (T, error) {
+	return rerun(child.x, child, id, name, func(ctx context.Context, c *Context) (T, error) { return run(ctx, c, i) })
 }
 
 // WaitForCondition polls check until it reports done, with the state it returns

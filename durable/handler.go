@@ -250,6 +250,11 @@ type Context struct {
 	prefix   string // step ID of this child context; "" for the root
 	parentID string // operation ID of this child context; "" for the root
 	counter  int
+	// rebuilding is set inside a finished context whose result is being rebuilt
+	// by running it again: every operation must come from history, none is
+	// checkpointed, and none counts as visited (the finished context counted
+	// its whole subtree).
+	rebuilding bool
 }
 
 // ExecutionArn is the durable execution's ARN.
@@ -323,6 +328,12 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 		c := *rec
 		op = &c
 	}
+	if dc.rebuilding {
+		if op == nil || !finished(op.Status) {
+			panic(abort{err: fmt.Errorf("%w: operation %s (step %s, %s %q) is not finished in the history of the context being rebuilt", ErrNondeterministic, id, step, typ, name)})
+		}
+		return id, op
+	}
 	if x.history[id] {
 		x.visited++
 	}
@@ -348,7 +359,14 @@ func (dc *Context) update(id, name string, typ types.OperationType, sub string, 
 	return u
 }
 
-func (dc *Context) checkpoint(updates ...types.OperationUpdate) { dc.x.checkpoint(updates...) }
+func (dc *Context) checkpoint(updates ...types.OperationUpdate) {
+	if dc.rebuilding {
+		// Unreachable while next refuses unfinished operations; a guard so a
+		// rebuild can never write to the execution.
+		panic(abort{err: fmt.Errorf("%w: a context being rebuilt from history tried to checkpoint %s %s", ErrNondeterministic, updates[0].Type, updates[0].Action)})
+	}
+	dc.x.checkpoint(updates...)
+}
 
 func (x *execution) checkpoint(updates ...types.OperationUpdate) {
 	x.mu.Lock()

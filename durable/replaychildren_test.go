@@ -223,38 +223,140 @@ func TestBatchReplayChildrenEarlyCompletion(t *testing.T) {
 	})
 }
 
-// TestChildResultOverPayloadLimit: one branch's (or a RunInChildContext's)
-// result over the operation payload limit stays a failure of that context, a
-// *durable.ResultTooLargeError matching checkpoint.ErrTooLarge.
+// contextSucceed returns the SUCCEED update of the context named name.
+func contextSucceed(t *testing.T, log *updateLog, name string) types.OperationUpdate {
+	t.Helper()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, u := range log.all {
+		if u.Type == types.OperationTypeContext && aws.ToString(u.Name) == name && u.Action == types.OperationActionSucceed {
+			return u
+		}
+	}
+	t.Fatalf("no SUCCEED update of context %q", name)
+	return types.OperationUpdate{}
+}
+
+// TestChildResultOverPayloadLimit (4.8.5): a RunInChildContext result, and one
+// Map branch's result, over the operation payload limit succeed. Their CONTEXT
+// SUCCEED carries an empty payload with ReplayChildren, as the official SDKs
+// checkpoint it; the service keeps their children, and the next invocation
+// rebuilds the same results by running the child functions again over them,
+// without running a step body again.
 func TestChildResultOverPayloadLimit(t *testing.T) {
 	t.Parallel()
+	const part = 200 * 1024 // two parts: over the limit, each under it
 	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
 		e := b.New(t, json.RawMessage(`{}`), nil)
-		var childErr error
-		var item durable.BatchItem[string]
-		h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
-			res, err := durable.Map(dc, "items", []int{10, 300 * 1024}, func(ctx context.Context, c *durable.Context, n, i int) (string, error) {
-				return strings.Repeat("x", n), nil
-			}, durable.BatchOptions{ToleratedFailures: -1})
+		log := &updateLog{API: e.API(), ops: map[string]string{}}
+		var stepRuns atomic.Int32
+		type seen struct{ Child, Item0, Item1 string }
+		var views []seen
+		h := newHandlerAPI(t, e, log, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			res, err := durable.Map(dc, "items", []int{10, 2 * part}, func(ctx context.Context, c *durable.Context, n, i int) (string, error) {
+				half, err := durable.Step(c, "make", func(context.Context) (string, error) {
+					stepRuns.Add(1)
+					return strings.Repeat(string(rune('a'+i)), n/2), nil
+				})
+				return half + half, err
+			}, durable.BatchOptions{})
 			if err != nil {
 				return nil, err
 			}
-			item = res.Items[1]
-			_, childErr = durable.RunInChildContext(dc, "big", func(ctx context.Context, c *durable.Context) (string, error) {
-				return strings.Repeat("y", 300*1024), nil
+			big, err := durable.RunInChildContext(dc, "big", func(ctx context.Context, c *durable.Context) (string, error) {
+				var out string
+				for _, name := range []string{"part-1", "part-2"} {
+					p, err := durable.Step(c, name, func(context.Context) (string, error) {
+						stepRuns.Add(1)
+						return strings.Repeat(name[len(name)-1:], part), nil
+					})
+					if err != nil {
+						return "", err
+					}
+					out += p
+				}
+				return out, nil
 			})
-			return res.Failed(), nil
+			if err != nil {
+				return nil, err
+			}
+			views = append(views, seen{big, res.Items[0].Result, res.Items[1].Result})
+			if err := dc.Wait("after", time.Second); err != nil {
+				return nil, err
+			}
+			if dc.Replaying() {
+				return nil, errors.New("still replaying after the last operation")
+			}
+			return len(big), nil
 		}, durable.Options{})
-		out, err := e.Drive(context.Background(), h, 3)
-		if err != nil || out.Status != durable.StatusSucceeded || aws.ToString(out.Result) != "1" {
+		out, err := e.Drive(context.Background(), h, 4)
+		if err != nil || out.Status != durable.StatusSucceeded || aws.ToString(out.Result) != fmt.Sprint(2*part) {
 			t.Fatal(out, err)
 		}
-		if item.Status != durable.ItemFailed || item.Error == nil || item.Error.Type != "*durable.ResultTooLargeError" {
-			t.Errorf("oversized branch: %s %+v", item.Status, item.Error)
+		if len(views) != 2 {
+			t.Fatalf("the results were returned in %d invocations, want 2", len(views))
 		}
-		var tl *durable.ResultTooLargeError
-		if !errors.As(childErr, &tl) || !errors.Is(childErr, checkpoint.ErrTooLarge) || tl.Name != "big" || tl.Limit != checkpoint.DefaultMaxBytes || tl.Size <= tl.Limit {
-			t.Errorf("oversized child context: %v", childErr)
+		if views[0] != views[1] {
+			t.Errorf("rebuilt results differ from the live ones: %d/%d/%d vs %d/%d/%d bytes",
+				len(views[1].Child), len(views[1].Item0), len(views[1].Item1), len(views[0].Child), len(views[0].Item0), len(views[0].Item1))
+		}
+		if v := views[1]; len(v.Child) != 2*part || v.Child[0] != '1' || v.Child[2*part-1] != '2' || v.Item0 != "aaaaaaaaaa" || len(v.Item1) != 2*part {
+			t.Errorf("rebuilt results: child %d bytes, item 0 %q, item 1 %d bytes", len(v.Child), v.Item0, len(v.Item1))
+		}
+		if n := stepRuns.Load(); n != 4 {
+			t.Errorf("step bodies ran %d times, want 4 (once each)", n)
+		}
+		for _, name := range []string{"big", "map-item-1"} {
+			u := contextSucceed(t, log, name)
+			if u.ContextOptions == nil || !aws.ToBool(u.ContextOptions.ReplayChildren) || aws.ToString(u.Payload) != "" {
+				t.Errorf("%s SUCCEED: payload %d bytes, options %+v; want empty with ReplayChildren", name, len(aws.ToString(u.Payload)), u.ContextOptions)
+			}
+		}
+		if u := contextSucceed(t, log, "map-item-0"); u.ContextOptions != nil || !strings.Contains(aws.ToString(u.Payload), `"aaaaaaaaaa"`) {
+			t.Errorf("small branch SUCCEED: payload %q, options %+v", aws.ToString(u.Payload), u.ContextOptions)
+		}
+		if n := childrenInState(t, e, aws.ToString(contextSucceed(t, log, "big").Id)); n != 2 {
+			t.Errorf("%d children of the finished oversized context in state, want 2", n)
+		}
+	})
+}
+
+// TestRebuildDivergence: rebuilding an oversized child result over code that
+// now asks for an operation its history does not hold fails the execution as
+// nondeterministic, and checkpoints nothing for that operation.
+func TestRebuildDivergence(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		e := b.New(t, json.RawMessage(`{}`), nil)
+		log := &updateLog{API: e.API(), ops: map[string]string{}}
+		invocations := 0
+		h := newHandlerAPI(t, e, log, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			invocations++
+			if _, err := durable.RunInChildContext(dc, "big", func(ctx context.Context, c *durable.Context) (string, error) {
+				if invocations > 1 {
+					if _, err := durable.Step(c, "added", func(context.Context) (int, error) { return 1, nil }); err != nil {
+						return "", err
+					}
+				}
+				return strings.Repeat("z", 300*1024), nil
+			}); err != nil {
+				return nil, err
+			}
+			return nil, dc.Wait("after", time.Second)
+		}, durable.Options{})
+		out, err := e.Drive(context.Background(), h, 4)
+		if err != nil || out.Status != durable.StatusFailed || out.Error == nil || aws.ToString(out.Error.ErrorType) != "durable.Nondeterministic" {
+			t.Fatalf("%+v %v, want FAILED durable.Nondeterministic", out, err)
+		}
+		if !strings.Contains(aws.ToString(out.Error.ErrorMessage), `"added"`) {
+			t.Errorf("error %q does not name the operation", aws.ToString(out.Error.ErrorMessage))
+		}
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for _, u := range log.all {
+			if aws.ToString(u.Name) == "added" {
+				t.Errorf("the diverging operation was checkpointed: %+v", u)
+			}
 		}
 	})
 }
