@@ -3,8 +3,9 @@
 // checkpoint token, initial operation history) and the two APIs
 // CheckpointDurableExecution and GetDurableExecutionState of
 // aws-sdk-go-v2/service/lambda. It implements the replay protocol itself: steps,
-// waits, callbacks, chained invokes, child contexts, Parallel, Map and
-// WaitForCondition get the operation IDs the official SDKs derive, completed
+// waits, callbacks, chained invokes, child contexts, Parallel, Map,
+// WaitForCondition and the combinators All, AllSettled, Any and Race get the
+// operation IDs the official SDKs derive, completed
 // operations are replayed from history without running their bodies, every
 // state change is checkpointed with the current token and the token returned
 // replaces it, and a pending wait, callback, invoke or retry ends the invocation

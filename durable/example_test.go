@@ -72,3 +72,51 @@ func ExampleContext_StartWait() {
 	// SUCCEEDED "done before the deadline" 1 0 <nil>
 	// deadline CANCELLED
 }
+
+func ExampleRace() {
+	svc := lambdafake.New("arn:aws:lambda:us-east-1:123456789012:function:f/durable-execution/e/3", json.RawMessage(`{}`), time.Unix(0, 0))
+	var callbackID string
+	h, err := durable.NewHandler(svc, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+		// An approval that must come within two days, or the request escalates.
+		approval, err := durable.CreateCallback[string](dc, "approval", durable.CallbackOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := durable.Step(dc, "ask", func(context.Context) (bool, error) {
+			callbackID = approval.ID() // in production: send it to the approver
+			return true, nil
+		}); err != nil {
+			return nil, err
+		}
+		deadline, err := dc.StartWait("deadline", 48*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		i, err := durable.Race(dc, "approval-or-deadline", approval, deadline)
+		if err != nil {
+			return nil, err
+		}
+		if i == 1 {
+			return "escalated", nil
+		}
+		if err := deadline.Cancel(); err != nil {
+			return nil, err
+		}
+		return approval.Result()
+	}, durable.Options{Now: svc.Now})
+	if err != nil {
+		panic(err)
+	}
+	// The first invocation asks and suspends; the approver answers after an hour.
+	out, err := h.Handle(context.Background(), svc.Input())
+	fmt.Println(out.Status, err)
+	svc.Advance(time.Hour)
+	if err := svc.CompleteCallback(callbackID, `"approved"`); err != nil {
+		panic(err)
+	}
+	out, err = svc.Drive(context.Background(), h, 10)
+	fmt.Println(out.Status, aws.ToString(out.Result), err)
+	// Output:
+	// PENDING <nil>
+	// SUCCEEDED "approved" <nil>
+}
