@@ -18,16 +18,17 @@ import (
 
 // Operation subtypes as the official SDKs record them.
 const (
-	subChild       = "RunInChildContext"
-	subParallel    = "Parallel"
-	subBranch      = "ParallelBranch"
-	subMap         = "Map"
-	subIteration   = "MapIteration"
-	subCondition   = "WaitForCondition"
-	subInvoke      = "ChainedInvoke"
-	codecChild     = "durable.context"
-	codecCondition = "durable.condition"
-	codecBatch     = "durable.batch-children"
+	subChild        = "RunInChildContext"
+	subParallel     = "Parallel"
+	subBranch       = "ParallelBranch"
+	subMap          = "Map"
+	subIteration    = "MapIteration"
+	subCondition    = "WaitForCondition"
+	subInvoke       = "ChainedInvoke"
+	subWaitCallback = "WaitForCallback"
+	codecChild      = "durable.context"
+	codecCondition  = "durable.condition"
+	codecBatch      = "durable.batch-children"
 )
 
 // rebuilder lets runChild checkpoint a batch result too large for the payload

@@ -125,7 +125,7 @@ func TestStepWaitCallback(t *testing.T) {
 		if out.Status != durable.StatusPending || callbackID == "" {
 			t.Fatalf("want PENDING on the callback, got %+v (callback %q)", out, callbackID)
 		}
-		if got, want := statuses(t, e), "charge=STEP:SUCCEEDED cool-off=WAIT:SUCCEEDED approve=CALLBACK:STARTED"; got != want {
+		if got, want := statuses(t, e), "charge=STEP:SUCCEEDED cool-off=WAIT:SUCCEEDED approve=CONTEXT:STARTED"; got != want {
 			t.Fatalf("history:\n got %s\nwant %s", got, want)
 		}
 		if f := durabletest.Fake(e); f != nil {
@@ -447,6 +447,120 @@ func TestCallbackTimeoutAndCancellation(t *testing.T) {
 		}
 		if got := statuses(t, g); got != "slow=STEP:STARTED" {
 			t.Errorf("history after cancellation: %s", got)
+		}
+	})
+}
+
+// TestWaitForCallbackSubmitter (7.2.2): the submitter is a step of the
+// WaitForCallback child context, as in the official SDKs. A failed submit is
+// retried with the same callback ID; a process that dies after creating the
+// callback, before submit's outcome is checkpointed, runs submit again in the
+// next invocation instead of leaving the callback unsent for ever.
+func TestWaitForCallbackSubmitter(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		for _, tt := range []struct {
+			name     string
+			failures int                                                   // submit attempts that fail
+			lose     func(in *lambda.CheckpointDurableExecutionInput) bool // the checkpoint the crash loses
+		}{
+			{"retried", 1, nil},
+			{"crash before submit", 0, func(in *lambda.CheckpointDurableExecutionInput) bool {
+				return in.Updates[0].Type == types.OperationTypeStep && in.Updates[0].Action == types.OperationActionStart
+			}},
+			{"crash after submit", 0, func(in *lambda.CheckpointDurableExecutionInput) bool {
+				return in.Updates[0].Type == types.OperationTypeStep && in.Updates[0].Action == types.OperationActionSucceed
+			}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				e := b.New(t, json.RawMessage(`{}`), nil)
+				var api durable.API = e.API()
+				if tt.lose != nil {
+					api = &lossyAPI{API: api, lose: tt.lose}
+				}
+				var sent []string
+				h := newHandlerAPI(t, e, api, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+					return durable.WaitForCallbackWith[string](dc, "approve", durable.CallbackOptions{
+						Timeout: time.Hour,
+						Submit:  durable.StepOptions{MaxAttempts: 3, Backoff: func(int) time.Duration { return time.Second }},
+					}, func(ctx context.Context, id string) error {
+						sent = append(sent, id)
+						if len(sent) <= tt.failures {
+							return errors.New("mail server down")
+						}
+						return nil
+					})
+				}, durable.Options{})
+				ctx := context.Background()
+				out, err := e.Drive(ctx, h, 5)
+				if tt.lose != nil {
+					if !errors.Is(err, durable.ErrCheckpoint) {
+						t.Fatalf("lost checkpoint: %+v %v", out, err)
+					}
+					out, err = e.Drive(ctx, h, 5) // Lambda retries the invocation
+				}
+				if err != nil || out.Status != durable.StatusPending {
+					t.Fatalf("%+v %v", out, err)
+				}
+				want := 1 + tt.failures
+				if tt.name == "crash after submit" {
+					want = 2 // at least once: the success was not checkpointed
+				}
+				if len(sent) != want {
+					t.Fatalf("submit ran %d times, want %d", len(sent), want)
+				}
+				for _, id := range sent[1:] {
+					if id != sent[0] {
+						t.Errorf("submit attempts got callback IDs %v, want one", sent)
+					}
+				}
+				if err := e.CompleteCallback(ctx, sent[0], `"yes"`); err != nil {
+					t.Fatal(err)
+				}
+				out, err = e.Drive(ctx, h, 5)
+				if err != nil || aws.ToString(out.Result) != `"yes"` || len(sent) != want {
+					t.Fatalf("%+v %v, submit ran %d times", out, err, len(sent))
+				}
+				if got := statuses(t, e); got != "approve=CONTEXT:SUCCEEDED" {
+					t.Errorf("history: %s", got)
+				}
+			})
+		}
+	})
+}
+
+// TestWaitForCallbackEarlierLayout: an execution that an earlier version of
+// this package began, with WaitForCallback's callback recorded directly in
+// the parent context, finishes with the current code, without running
+// submit again.
+func TestWaitForCallbackEarlierLayout(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		e := b.New(t, json.RawMessage(`{}`), nil)
+		var id string
+		old := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			// What the earlier WaitForCallback recorded: the CALLBACK itself.
+			cb, err := durable.CreateCallback[string](dc, "approve", durable.CallbackOptions{Timeout: time.Hour})
+			if err != nil {
+				return nil, err
+			}
+			id = cb.ID()
+			return cb.Result()
+		}, durable.Options{})
+		ctx := context.Background()
+		if out, err := e.Drive(ctx, old, 3); err != nil || out.Status != durable.StatusPending {
+			t.Fatalf("%+v %v", out, err)
+		}
+		if err := e.CompleteCallback(ctx, id, `"yes"`); err != nil {
+			t.Fatal(err)
+		}
+		submits := 0
+		h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			return durable.WaitForCallback[string](dc, "approve", time.Hour, func(context.Context, string) error { submits++; return nil })
+		}, durable.Options{})
+		out, err := e.Drive(ctx, h, 3)
+		if err != nil || aws.ToString(out.Result) != `"yes"` || submits != 0 {
+			t.Fatalf("%+v %v, submit ran %d times", out, err, submits)
 		}
 	})
 }

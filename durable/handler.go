@@ -341,6 +341,16 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 	return id, op
 }
 
+// peek returns the recorded operation that the next call to next will get, or
+// nil, without assigning its ID.
+func (dc *Context) peek() *types.Operation {
+	step := strconv.Itoa(dc.counter + 1)
+	if dc.prefix != "" {
+		step = dc.prefix + "-" + step
+	}
+	return dc.x.op(OperationID(step))
+}
+
 // stepID returns the step ID of the operation next assigned, for child contexts.
 func (dc *Context) stepID() string {
 	step := strconv.Itoa(dc.counter)
@@ -352,7 +362,10 @@ func (dc *Context) stepID() string {
 
 // update returns an update of operation id carrying this context's parent ID.
 func (dc *Context) update(id, name string, typ types.OperationType, sub string, action types.OperationAction) types.OperationUpdate {
-	u := types.OperationUpdate{Id: aws.String(id), Name: aws.String(name), Type: typ, Action: action, SubType: aws.String(sub)}
+	u := types.OperationUpdate{Id: aws.String(id), Type: typ, Action: action, SubType: aws.String(sub)}
+	if name != "" {
+		u.Name = aws.String(name) // an unnamed operation is checkpointed without one, as the official SDKs do
+	}
 	if dc.parentID != "" {
 		u.ParentId = aws.String(dc.parentID)
 	}
@@ -440,6 +453,13 @@ var ErrInterrupted = errors.New("durable: at-most-once step attempt was interrup
 
 // StepWith is [Step] with per-step retry settings and semantics.
 func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx context.Context) (T, error)) (T, error) {
+	return stepWith(dc, name, name, so, fn)
+}
+
+// stepWith runs the step name, which label names in spans, metrics and
+// errors: an operation the official SDKs checkpoint without a name still gets
+// one there.
+func stepWith[T any](dc *Context, name, label string, so StepOptions, fn func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	if so.MaxAttempts < 0 {
 		return zero, Fatal(fmt.Errorf("%w: StepOptions.MaxAttempts %d is negative", ErrInvalidInput, so.MaxAttempts))
@@ -460,17 +480,17 @@ func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx conte
 		}
 		switch op.Status {
 		case types.OperationStatusSucceeded:
-			dc.x.metrics.replayed(dc.x.ctx, name)
+			dc.x.metrics.replayed(dc.x.ctx, label)
 			var v T
 			if op.StepDetails == nil || op.StepDetails.Result == nil {
 				return zero, nil
 			}
 			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), "durable.step", &v); err != nil {
-				return zero, fmt.Errorf("durable: step %s (%s): %w", id, name, err)
+				return zero, fmt.Errorf("durable: step %s (%s): %w", id, label, err)
 			}
 			return v, nil
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
-			dc.x.metrics.replayed(dc.x.ctx, name)
+			dc.x.metrics.replayed(dc.x.ctx, label)
 			return zero, operationError(op)
 		case types.OperationStatusPending:
 			// A retry is scheduled; the service marks it READY and invokes again.
@@ -486,12 +506,12 @@ func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx conte
 	var err error
 	switch {
 	case started && so.AtMostOnce:
-		err = fmt.Errorf("%w: step %s (%s) attempt %d", ErrInterrupted, id, name, attempt)
+		err = fmt.Errorf("%w: step %s (%s) attempt %d", ErrInterrupted, id, label, attempt)
 	default:
 		if !started {
 			dc.checkpoint(dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionStart))
 		}
-		v, err = runAttempt(dc, id, name, attempt, fn)
+		v, err = runAttempt(dc, id, label, attempt, fn)
 	}
 	if err == nil {
 		payload, merr := dc.x.h.opts.Codec.Marshal("durable.step", v)
@@ -499,7 +519,7 @@ func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx conte
 			u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionSucceed)
 			u.Payload = aws.String(string(payload))
 			dc.checkpoint(u)
-			dc.x.metrics.finished(dc.x.ctx, name, "succeeded")
+			dc.x.metrics.finished(dc.x.ctx, label, "succeeded")
 			return v, nil
 		}
 		err = Fatal(merr)
@@ -512,7 +532,7 @@ func StepWith[T any](dc *Context, name string, so StepOptions, fn func(ctx conte
 		u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionFail)
 		u.Error = errorObject(err)
 		dc.checkpoint(u)
-		dc.x.metrics.finished(dc.x.ctx, name, "failed")
+		dc.x.metrics.finished(dc.x.ctx, label, "failed")
 		return zero, err
 	}
 	delay := int32(math.Ceil(so.Backoff(attempt).Seconds()))
@@ -620,13 +640,16 @@ func (x *execution) cancelled(ids ...string) {
 	}
 }
 
-// CallbackOptions configure [WaitForCallbackWith].
+// CallbackOptions configure [WaitForCallbackWith] and [CreateCallback].
 type CallbackOptions struct {
 	// Timeout ends the callback TIMED_OUT when no answer arrives in time; 0: none.
 	Timeout time.Duration
 	// HeartbeatTimeout ends it TIMED_OUT when the answering system sends no
 	// SendDurableExecutionCallbackHeartbeat for that long; 0: no heartbeat needed.
 	HeartbeatTimeout time.Duration
+	// Submit configures the step that runs the submit function of
+	// [WaitForCallbackWith]: its attempts and backoff. [CreateCallback] ignores it.
+	Submit StepOptions
 }
 
 // WaitForCallback is [WaitForCallbackWith] with only a timeout.
@@ -636,23 +659,47 @@ func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, sub
 
 // WaitForCallbackWith creates a callback, hands its ID to submit (which sends it
 // to whoever will answer) and suspends until the service records the answer,
-// which it then decodes into T. submit runs live only, right after the callback is
-// checkpointed: if the process dies between the two, the callback exists and
-// submit is not run again, so make submit's delivery durable or give the callback
-// a timeout — or use [CreateCallback] and send the ID from a [Step]. A timed-out
-// or failed callback returns an *[OperationError].
+// which it then decodes into T. A timed-out or failed callback returns an
+// *[OperationError].
+//
+// As in the official SDKs, it is a child context (subtype WaitForCallback)
+// holding the callback and a step that runs submit, so submit is durable: it
+// is retried like a step (opts.Submit; by default the handler's MaxAttempts
+// and Backoff), it runs again if the process dies before its success is
+// checkpointed — make it idempotent, the callback ID is the same every time —
+// and it is not run again once it has succeeded. If every attempt fails, the
+// error is returned and the callback is left unanswered.
+//
+// An execution whose history was written by an earlier version of this
+// package, with the callback at this position and no child context, goes on
+// as it began: submit ran when the callback was created and does not run
+// again.
 func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, submit func(ctx context.Context, callbackID string) error) (T, error) {
 	var zero T
-	cb, created, err := createCallback[T](dc, name, opts)
-	if err != nil {
-		return zero, err
-	}
-	if created {
-		if err := submit(withInfo(dc.x.ctx, Info{ExecutionArn: dc.x.arn, OperationID: cb.id, OperationName: name, Attempt: 1}), cb.callbackID); err != nil {
+	if op := dc.peek(); op != nil && op.Type == types.OperationTypeCallback && aws.ToString(op.Name) == name {
+		cb, _, err := createCallback[T](dc, name, opts)
+		if err != nil {
 			return zero, err
 		}
+		return cb.Result()
 	}
-	return cb.Result()
+	return runChild(dc, name, subWaitCallback, func(ctx context.Context, child *Context) (T, error) {
+		cb, _, err := createCallback[T](child, "", opts)
+		if err != nil {
+			return zero, err
+		}
+		if _, err := stepWith(child, "", name+"-submitter", opts.Submit, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, submit(ctx, cb.callbackID)
+		}); err != nil {
+			return zero, err
+		}
+		v, err := cb.Result()
+		var oe *OperationError
+		if errors.As(err, &oe) && oe.Name == "" {
+			oe.Name = name
+		}
+		return v, err
+	}, nil, nil)
 }
 
 // Callback is a callback created by [CreateCallback]: its ID goes to the system

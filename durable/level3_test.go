@@ -64,7 +64,7 @@ func TestOperationIDsMatchOfficialSDK(t *testing.T) {
 	for _, op := range golden.Operations {
 		want[op.ID] = fmt.Sprintf("%s %s %s parent=%s", op.Name, op.Type, op.SubType, op.ParentID)
 	}
-	if len(want) != 27 {
+	if len(want) != 33 {
 		t.Fatalf("golden file has %d operations", len(want))
 	}
 	if got := durable.OperationID("3-2-1"); got != "e9fa198e766d7b9b" {
@@ -73,6 +73,7 @@ func TestOperationIDsMatchOfficialSDK(t *testing.T) {
 	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
 		e := b.New(t, json.RawMessage(`{}`), nil)
 		log := &updateLog{API: e.API(), ops: map[string]string{}}
+		var callbackID string
 		step := func(dc *durable.Context, name string, v int) error {
 			_, err := durable.Step(dc, name, func(context.Context) (int, error) { return v, nil })
 			return err
@@ -113,9 +114,36 @@ func TestOperationIDsMatchOfficialSDK(t *testing.T) {
 					return nil, err
 				}
 			}
+			w1, err := dc.StartWait("w1", time.Second)
+			if err != nil {
+				return nil, err
+			}
+			w2, err := dc.StartWait("w2", 2*time.Second)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := durable.Race(dc, "race", w1, w2); err != nil {
+				return nil, err
+			}
+			// The generator's callback times out; this one is answered. The
+			// operations are the same.
+			if _, err := durable.WaitForCallback[string](dc, "approve", time.Hour, func(_ context.Context, id string) error {
+				callbackID = id
+				return nil
+			}); err != nil {
+				return nil, err
+			}
 			return "done", nil
 		}, durable.Options{})
-		out, err := e.Drive(context.Background(), h, 5)
+		ctx := context.Background()
+		out, err := e.Drive(ctx, h, 8)
+		if err != nil || out.Status != durable.StatusPending || callbackID == "" {
+			t.Fatal(out, err)
+		}
+		if err := e.CompleteCallback(ctx, callbackID, `"ok"`); err != nil {
+			t.Fatal(err)
+		}
+		out, err = e.Drive(ctx, h, 3)
 		if err != nil || out.Status != durable.StatusSucceeded {
 			t.Fatal(out, err)
 		}

@@ -1,7 +1,8 @@
 // Generates ids.json: the operation IDs and parent IDs that the official
 // TypeScript SDK (@aws/durable-execution-sdk-js) assigns, by running a durable
-// function with nested child contexts in its own local test runner and reading
-// the recorded operations back. The Go tests compare against the file without Node.
+// function with nested child contexts, a combinator and a wait-for-callback in
+// its own local test runner and reading the recorded operations back. The Go
+// tests compare against the file without Node.
 //
 //   node gen.mjs <node_modules dir> > ids.json
 import path from "node:path";
@@ -26,6 +27,11 @@ const handler = withDurableExecution(async (event, ctx) => {
 	await ctx.map("m", [10, 20], async (c, item) => c.step("item", async () => item * 2));
 	await ctx.wait("pause", { seconds: 1 });
 	for (let i = 0; i < 8; i++) await ctx.step(`s${i}`, async () => i);
+	const w1 = ctx.wait("w1", { seconds: 1 });
+	const w2 = ctx.wait("w2", { seconds: 2 });
+	await ctx.promise.race("race", [w1, w2]);
+	// Nobody answers: the callback times out, which is caught.
+	await ctx.waitForCallback("approve", async () => {}, { timeout: { seconds: 1 } }).catch(() => "timed out");
 	return "done";
 });
 
