@@ -7,6 +7,7 @@ test:
 lambda:
 	./scripts/lambda
 
-# fmt, validate and terraform test of worlds/aws/terraform and deploy/aws, offline.
+# fmt, validate and terraform test of worlds/aws/terraform, deploy/aws and
+# examples/durable/deploy, offline.
 terraform-check:
 	./scripts/terraform-check
