@@ -137,7 +137,7 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 	}
 	if err != nil {
 		u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionFail)
-		u.Error = errorObject(err)
+		u.Error = contextErrorObject(err)
 		dc.checkpoint(append(updates, u)...)
 		dc.x.cancelled(waitIDs(updates)...)
 		return zero, err
@@ -739,7 +739,7 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 		panic(abort{err: err})
 	}
 	u := upd(types.OperationActionFail)
-	u.Error = errorObject(err)
+	u.Error = contextErrorObject(err)
 	child.checkpoint(u)
 	return zero, err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -525,6 +526,41 @@ func TestWaitForCallbackSubmitter(t *testing.T) {
 					t.Errorf("history: %s", got)
 				}
 			})
+		}
+	})
+}
+
+// TestWaitForCallbackFailureReplays: a failed callback's error, returned
+// live and again by a replay of the WaitForCallback context, has the same name,
+// type, message and data.
+func TestWaitForCallbackFailureReplays(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		e := b.New(t, json.RawMessage(`{}`), nil)
+		var id string
+		var seen []string
+		h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			_, err := durable.WaitForCallback[string](dc, "approve", time.Hour, func(_ context.Context, cb string) error { id = cb; return nil })
+			var oe *durable.OperationError
+			if !errors.As(err, &oe) {
+				return nil, fmt.Errorf("want an *OperationError, got %v", err)
+			}
+			seen = append(seen, fmt.Sprintf("%s|%s|%s|%s", oe.Name, oe.Type, oe.Message, oe.Data))
+			return seen, dc.Wait("after", time.Second)
+		}, durable.Options{})
+		ctx := context.Background()
+		if out, err := e.Drive(ctx, h, 3); err != nil || out.Status != durable.StatusPending {
+			t.Fatalf("%+v %v", out, err)
+		}
+		if err := e.FailCallback(ctx, id, "declined"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.Drive(ctx, h, 4)
+		if err != nil || out.Status != durable.StatusSucceeded {
+			t.Fatalf("%+v %v", out, err)
+		}
+		if len(seen) != 2 || seen[0] != seen[1] || !strings.HasPrefix(seen[0], "approve|CallbackFailed|declined") {
+			t.Errorf("live and replayed errors: %q", seen)
 		}
 	})
 }

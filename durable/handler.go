@@ -775,6 +775,22 @@ func errorObject(err error) *types.ErrorObject {
 	return &types.ErrorObject{ErrorType: aws.String(typ), ErrorMessage: aws.String(err.Error())}
 }
 
+// contextErrorObject is errorObject for the failure of a child context. A
+// context that fails with an operation's recorded failure (a callback's, a
+// branch's) records that failure's type, message and data as they are, so the
+// error a replay returns carries the same fields as the live one.
+func contextErrorObject(err error) *types.ErrorObject {
+	oe, ok := err.(*OperationError)
+	if !ok {
+		return errorObject(err)
+	}
+	eo := &types.ErrorObject{ErrorType: aws.String(oe.Type), ErrorMessage: aws.String(oe.Message)}
+	if oe.Data != "" {
+		eo.ErrorData = aws.String(oe.Data)
+	}
+	return eo
+}
+
 func operationError(op *types.Operation) error {
 	e := &OperationError{OperationID: aws.ToString(op.Id), Name: aws.ToString(op.Name), Type: string(op.Status), Message: string(op.Status)}
 	var eo *types.ErrorObject

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,16 +17,19 @@ import (
 // [Context.StartWait]. The service settles it, between invocations; [All],
 // [AllSettled], [Any] and [Race] wait for a combination of futures. Their
 // typed outcome is read from the future itself (Callback.Result, Wait.Wait)
-// once it has settled.
+// once it has settled. A future is combined in the context that started it
+// or in one below it: a future that escapes a child context is refused, since
+// once that context finishes the service no longer reports its operations.
 type Future interface {
 	// settled reports, from the state this invocation holds and without
 	// suspending, whether the operation has an outcome: when it ended, and the
 	// error its own accessor returns (nil for a success).
 	settled() (ok bool, at time.Time, err error)
-	execution() *execution
+	// context is the context the operation was started in.
+	context() *Context
 }
 
-func (c *Callback[T]) execution() *execution { return c.dc.x }
+func (c *Callback[T]) context() *Context { return c.dc }
 
 func (c *Callback[T]) settled() (bool, time.Time, error) {
 	op := c.dc.x.op(c.id)
@@ -38,7 +42,7 @@ func (c *Callback[T]) settled() (bool, time.Time, error) {
 	return true, aws.ToTime(op.EndTimestamp), operationError(op)
 }
 
-func (w *Wait) execution() *execution { return w.dc.x }
+func (w *Wait) context() *Context { return w.dc }
 
 func (w *Wait) settled() (bool, time.Time, error) {
 	op := w.dc.x.op(w.id)
@@ -76,11 +80,11 @@ type decide func(errs []error, order []int) (index int, ok bool)
 // suspends the execution, so the service reinvokes it once a future settles;
 // once decided it checkpoints the decision, and replays return that decision
 // without looking at the futures again. The futures must have been started in
-// this invocation's execution.
+// dc or one of its ancestors (not in a child context), in this invocation.
 func combine(dc *Context, name string, fs []Future, rule decide) (int, error) {
 	for i, f := range fs {
-		if f == nil || f.execution() != dc.x {
-			return 0, Fatal(fmt.Errorf("%w: future %d of %q is nil or belongs to another invocation", ErrInvalidInput, i, name))
+		if f == nil || !within(dc, f.context()) {
+			return 0, Fatal(fmt.Errorf("%w: future %d of %q is nil, or was started in another invocation or in a context that is not dc or one of its ancestors", ErrInvalidInput, i, name))
 		}
 	}
 	c, err := runChild(dc, name, subChild, func(context.Context, *Context) (combination, error) {
@@ -114,6 +118,17 @@ func combine(dc *Context, name string, fs []Future, rule decide) (int, error) {
 		panic(abort{err: fmt.Errorf("%w: combinator %q decided on future %d of %d, code passes %d futures", ErrNondeterministic, name, c.Index, c.Futures, len(fs))})
 	}
 	return c.Index, nil
+}
+
+// within reports whether owner is dc or one of its ancestors in the same
+// invocation: contexts still running, whose operations the service keeps in
+// state. A future from a child context that has since finished could vanish
+// from state, and a combinator waiting on it would never be reinvoked.
+func within(dc, owner *Context) bool {
+	if owner == nil || owner.x != dc.x {
+		return false
+	}
+	return owner.prefix == "" || owner.prefix == dc.prefix || strings.HasPrefix(dc.prefix, owner.prefix+"-")
 }
 
 // outcome returns future i's error; a recorded decision names a future that

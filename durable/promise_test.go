@@ -334,10 +334,27 @@ func TestCombinatorInput(t *testing.T) {
 			if err := durable.All(dc, "empty"); err == nil {
 				msgs = append(msgs, "empty all")
 			}
+			escaped, err := durable.RunInChildContext(dc, "child", func(ctx context.Context, c *durable.Context) (*durable.Wait, error) {
+				w, err := c.StartWait("inner", time.Second)
+				if err != nil {
+					return nil, err
+				}
+				// Below the context that started it: allowed.
+				if _, err := durable.Race(c, "inner-race", w); err != nil {
+					return nil, err
+				}
+				return w, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if _, err := durable.Race(dc, "escaped", escaped); errors.Is(err, durable.ErrInvalidInput) {
+				msgs = append(msgs, "escaped")
+			}
 			return strings.Join(msgs, ","), nil
 		}, durable.Options{})
-		out, err := e.Drive(context.Background(), h, 2)
-		if err != nil || aws.ToString(out.Result) != `"race,any,nil,empty all"` {
+		out, err := e.Drive(context.Background(), h, 4)
+		if err != nil || aws.ToString(out.Result) != `"race,any,nil,empty all,escaped"` {
 			t.Fatalf("%+v %v", out, err)
 		}
 
