@@ -71,8 +71,8 @@ type combination struct {
 }
 
 // decide, given the futures' errors and the settled ones in the order they
-// ended, returns the deciding index (-1:
-// all counted) once the combinator is settled, or ok=false to wait for more.
+// ended, returns the deciding index (-1: all counted) once the combinator is
+// settled, or ok=false to wait for more.
 type decide func(errs []error, order []int) (index int, ok bool)
 
 // combine runs a combinator as a child context named name (subtype
