@@ -29,6 +29,10 @@ var (
 	ErrScheduledRetryConfig = New("messaging: invalid scheduled retry configuration")
 	ErrNoSchedulerClient    = New("messaging: scheduled retry route without scheduler client")
 	ErrEntryTooLarge        = New("messaging: batch entry exceeds 256 KB")
+	// ErrGroupBlocked marks a FIFO entry that was not published because an
+	// earlier entry of its message group failed: publishing it would put it
+	// ahead of that entry.
+	ErrGroupBlocked = New("messaging: earlier entry of the message group failed")
 )
 
 // New returns an error with the given text, like the standard errors.New.

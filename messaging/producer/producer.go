@@ -314,7 +314,10 @@ func EntrySize(e types.PublishBatchRequestEntry) int {
 // requests of at most 10 entries and 256 KB. Entries larger than 256 KB fail
 // with ErrEntryTooLarge without a call. It returns ErrEmptyInput for no
 // entries; otherwise every entry's outcome is in the result, and the error
-// is nil even when some entries failed.
+// is nil even when some entries failed. On a FIFO topic, once an entry fails
+// the later entries of its message group are not sent and fail with
+// ErrGroupBlocked, so resending the failed entries in index order keeps each
+// group in order.
 func (p *Producer) PublishAll(ctx context.Context, topicARN string, msgs []*PublishBatchEntry) (*BatchResult, error) {
 	if len(msgs) == 0 {
 		return nil, merrors.ErrEmptyInput
@@ -324,6 +327,13 @@ func (p *Producer) PublishAll(ctx context.Context, topicARN string, msgs []*Publ
 		return nil, err
 	}
 	res := &BatchResult{Results: make([]EntryResult, len(work))}
+	// On a FIFO topic a failed entry holds back the later entries of its
+	// message group: published now, they would be ahead of it once the caller
+	// publishes it again, and the subscribers would see the group out of
+	// order. They fail with ErrGroupBlocked so the caller resends them after
+	// the failed one.
+	var failed map[string]int // group -> index of its first failed entry
+	fifo := isFIFO(topicARN)
 	var chunk []int
 	size := 0
 	send := func() {
@@ -331,6 +341,13 @@ func (p *Producer) PublishAll(ctx context.Context, topicARN string, msgs []*Publ
 			return
 		}
 		p.send(ctx, topicARN, work, chunk, res)
+		if fifo {
+			for _, i := range chunk {
+				if res.Results[i].Err != nil {
+					failed = markFailed(failed, work[i], i)
+				}
+			}
+		}
 		chunk, size = chunk[:0], 0
 	}
 	for i := range work {
@@ -338,16 +355,39 @@ func (p *Producer) PublishAll(ctx context.Context, topicARN string, msgs []*Publ
 		s := EntrySize(work[i])
 		if s > MaxBatchBytes {
 			res.Results[i].Err = merrors.Wrap(merrors.ErrEntryTooLarge, fmt.Errorf("entry %d is %d bytes", i, s))
+			if fifo {
+				failed = markFailed(failed, work[i], i)
+			}
 			continue
 		}
 		if len(chunk) == MaxBatchEntries || size+s > MaxBatchBytes {
 			send()
+		}
+		// Checked after the send above, so the outcome of the request just
+		// made counts.
+		if first, ok := failed[aws.ToString(work[i].MessageGroupId)]; ok {
+			res.Results[i].Err = merrors.Wrap(merrors.ErrGroupBlocked, fmt.Errorf("entry %d follows failed entry %d of group %q",
+				i, first, aws.ToString(work[i].MessageGroupId)))
+			continue
 		}
 		chunk = append(chunk, i)
 		size += s
 	}
 	send()
 	return res, nil
+}
+
+// markFailed records that entry i of e's message group failed, keeping the
+// group's first failure.
+func markFailed(failed map[string]int, e types.PublishBatchRequestEntry, i int) map[string]int {
+	if failed == nil {
+		failed = make(map[string]int)
+	}
+	g := aws.ToString(e.MessageGroupId)
+	if _, ok := failed[g]; !ok {
+		failed[g] = i
+	}
+	return failed
 }
 
 func (p *Producer) send(ctx context.Context, topic string, work []types.PublishBatchRequestEntry, idx []int, res *BatchResult) {
