@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -297,6 +298,12 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry, buf []types.Del
 }
 
 func (a *acker) sendVisibility(ctx context.Context, vis []visEntry) {
+	a.sendVisibilityInto(ctx, vis, nil)
+}
+
+// sendVisibilityInto is sendVisibility that also reports, when ok is not
+// nil, which entries SQS accepted (ok[i] for vis[i]).
+func (a *acker) sendVisibilityInto(ctx context.Context, vis []visEntry, ok []bool) {
 	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(vis))
 	for i, e := range vis {
 		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
@@ -310,16 +317,28 @@ func (a *acker) sendVisibility(ctx context.Context, vis []visEntry) {
 		a.c.cfg.log.Warn("change visibility batch failed", slog.String("route", a.c.name), slog.Any("error", err))
 		return
 	}
+	for i := range ok {
+		ok[i] = true
+	}
 	for _, f := range out.Failed {
 		// A message deleted or redelivered meanwhile has a stale handle.
 		a.c.cfg.log.Debug("change visibility failed", slog.String("route", a.c.name),
 			slog.String("code", aws.ToString(f.Code)))
+		if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= 0 && i < len(ok) {
+			ok[i] = false
+		}
 	}
 }
 
 // heartbeat extends the visibility of every unfinished received message
 // whose timeout is about to lapse, counted from its receive time, up to the
 // route's extension limit and never past 12 h after receipt.
+//
+// A batch counts as extended only once SQS accepted the extension of each of
+// its unfinished messages: a failed extension leaves it due, so the next
+// tick tries again, and a batch that lapses without one is given up, so its
+// waiting messages are not run on a delivery SQS may already have handed to
+// another consumer.
 func (a *acker) heartbeat(ctx context.Context) {
 	c := a.c
 	limit := c.route.ExtensionLimit()
@@ -328,10 +347,23 @@ func (a *acker) heartbeat(ctx context.Context) {
 	}
 	now := c.cfg.clock.Now()
 	margin := c.vis / heartbeatFraction
+	type extension struct {
+		b        *batch
+		seq      uint64
+		until    time.Time
+		from, to int // its entries in due
+	}
 	var due []visEntry
+	var exts []extension
 	c.mu.Lock()
 	for b := c.head; b != nil; b = b.next {
 		if b.extensions >= limit || now.Before(b.visibleUntil.Add(-margin)) {
+			continue
+		}
+		if !now.Before(b.visibleUntil) {
+			// Lapsed unextended (its extensions failed): SQS may already
+			// have redelivered its messages.
+			b.extensions = limit
 			continue
 		}
 		left := maxVisibility - now.Sub(b.receivedAt)
@@ -340,21 +372,41 @@ func (a *acker) heartbeat(ctx context.Context) {
 			continue
 		}
 		secs := int32(ext / time.Second)
+		from := len(due)
 		for i := range b.items {
 			if !b.items[i].done {
 				due = append(due, visEntry{handle: b.items[i].msg.ReceiptHandle, timeout: secs})
 			}
 		}
-		b.extensions++
-		b.visibleUntil = now.Add(time.Duration(secs) * time.Second)
-		b.lapse.Store(b.visibleUntil.UnixNano())
+		exts = append(exts, extension{b: b, seq: b.seq, until: now.Add(time.Duration(secs) * time.Second), from: from, to: len(due)})
 	}
 	c.mu.Unlock()
-	for len(due) > 0 {
-		k := min(len(due), batchMax)
-		a.sendVisibility(ctx, due[:k])
-		due = due[k:]
+	ok := make([]bool, len(due))
+	for i := 0; i < len(due); i += batchMax {
+		k := min(i+batchMax, len(due))
+		a.sendVisibilityInto(ctx, due[i:k], ok[i:k])
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range exts {
+		if !slices.Contains(ok[e.from:e.to], false) && c.linked(e.b, e.seq) {
+			e.b.extensions++
+			e.b.visibleUntil = e.until
+			e.b.lapse.Store(e.until.UnixNano())
+		}
+	}
+}
+
+// linked reports whether b is still in the in-flight list as the batch
+// numbered seq: a batch whose messages all finished is recycled for another
+// receive. The caller holds c.mu.
+func (c *Consumer) linked(b *batch, seq uint64) bool {
+	for x := c.head; x != nil; x = x.next {
+		if x == b {
+			return x.seq == seq
+		}
+	}
+	return false
 }
 
 // deleteBatch sends one DeleteMessageBatch, or, for a client without it, one
