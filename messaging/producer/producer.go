@@ -205,7 +205,8 @@ func (p *Producer) Publish(ctx context.Context, in *PublishInput) (string, error
 
 // PublishBatch publishes up to 10 entries in one call. It returns
 // ErrEmptyInput for no entries and ErrMaxBatchSize for more than 10; a
-// generator error aborts the whole batch.
+// generator error aborts the whole batch. Every entry is in the output,
+// under Successful or Failed.
 func (p *Producer) PublishBatch(ctx context.Context, in *PublishBatchInput) (*PublishBatchOutput, error) {
 	if in == nil || len(in.Messages) == 0 {
 		return nil, merrors.ErrEmptyInput
@@ -225,14 +226,26 @@ func (p *Producer) PublishBatch(ctx context.Context, in *PublishBatchInput) (*Pu
 	}
 	res := &PublishBatchOutput{Successful: []*PublishBatchSuccess{}, Failed: []*PublishBatchFailure{}}
 	if out == nil {
-		return res, nil
+		out = &sns.PublishBatchOutput{}
 	}
+	answered := make(map[string]bool, len(entries))
 	for _, s := range out.Successful {
+		answered[aws.ToString(s.Id)] = true
 		res.Successful = append(res.Successful, &PublishBatchSuccess{EntryID: aws.ToString(s.Id), MessageID: aws.ToString(s.MessageId)})
 	}
 	for _, f := range out.Failed {
+		answered[aws.ToString(f.Id)] = true
 		res.Failed = append(res.Failed, &PublishBatchFailure{EntryID: aws.ToString(f.Id),
 			Err: &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}})
+	}
+	// An entry the response does not mention was not confirmed: report it
+	// as failed, as PublishAll does, so a caller that resends Failed does
+	// not lose it.
+	for _, e := range entries {
+		if id := aws.ToString(e.Id); !answered[id] {
+			res.Failed = append(res.Failed, &PublishBatchFailure{EntryID: id,
+				Err: &EntryError{Code: "MissingResult", Message: "SNS reported neither success nor failure"}})
+		}
 	}
 	return res, nil
 }
