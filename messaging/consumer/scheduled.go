@@ -124,6 +124,16 @@ func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Cl
 	delay = min(max(delay, time.Millisecond), 24*time.Hour)
 	in, err := retryMessage(msg, r.Config, next)
 	if err != nil {
+		// Retried in place, the message keeps its ID and cannot carry a
+		// count, so each receive after the first was a retry. Without
+		// counting them it would be retried in place for ever and never
+		// reach the DLQ.
+		if made := current + receiveCount(msg) - 1; made+1 > r.Config.MaxRetryCount {
+			if err := publishDLQ(ctx, r.SQS, msg, r.Config, made); err != nil {
+				return Outcome{Decision: Keep, RetryCount: made, Err: fmt.Errorf("dead-letter publish: %w", err)}
+			}
+			return Outcome{Decision: DeadLettered, RetryCount: made}
+		}
 		return Outcome{Decision: InPlace, Delay: delay, RetryCount: current, Err: err}
 	}
 	now := time.Now
@@ -134,6 +144,15 @@ func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Cl
 		return Outcome{Decision: Keep, Delay: delay, RetryCount: current, Err: fmt.Errorf("create schedule: %w", err)}
 	}
 	return Outcome{Decision: Retried, Delay: delay, RetryCount: current}
+}
+
+// receiveCount is the message's ApproximateReceiveCount, at least 1.
+func receiveCount(msg *types.Message) int {
+	n, err := strconv.Atoi(msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 func stringAttr(msg *types.Message, name string) (string, bool) {
