@@ -130,6 +130,13 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 		sched:    route.ScheduledRetry(),
 		dlq:      route.DLQ(),
 	}
+	if route.IsFIFO() {
+		// A FIFO queue is ordered per group whatever the mode: Parallel
+		// dispatch would run a group's messages of one receive batch
+		// concurrently, delete later ones before earlier ones, and not hold
+		// back the rest of a group after a failure.
+		c.perGroup = true
+	}
 	if c.sched != nil {
 		c.retrier = &Retrier{Config: *c.sched, Scheduler: cfg.scheduler, SQS: client, Now: cfg.clock.Now}
 	}

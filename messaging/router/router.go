@@ -18,7 +18,9 @@ import (
 type Mode int
 
 const (
-	// Parallel hands each message to any free worker.
+	// Parallel hands each message to any free worker. On a FIFO queue the
+	// consumer dispatches by MessageGroupId anyway, as PerGroupID, since
+	// running one group's messages concurrently would break its order.
 	Parallel Mode = iota
 	// PerGroupID hashes MessageGroupId plus the custom group fields to one
 	// worker, so a group's messages run one at a time and in order.
