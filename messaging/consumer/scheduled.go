@@ -282,11 +282,7 @@ func schedule(ctx context.Context, client SchedulerClient, msg *types.Message, c
 		ScheduleExpressionTimezone: aws.String("UTC"),
 		FlexibleTimeWindow:         &stypes.FlexibleTimeWindow{Mode: stypes.FlexibleTimeWindowModeOff},
 		ActionAfterCompletion:      stypes.ActionAfterCompletionDelete,
-		Target: &stypes.Target{
-			Arn:     aws.String(SendMessageTarget),
-			RoleArn: aws.String(cfg.ExecutionRoleARN),
-			Input:   aws.String(string(body)),
-		},
+		Target:                     retryTarget(cfg, body),
 	})
 	var conflict *stypes.ConflictException
 	if errors.As(err, &conflict) {
@@ -294,6 +290,21 @@ func schedule(ctx context.Context, client SchedulerClient, msg *types.Message, c
 		return nil
 	}
 	return err
+}
+
+// retryTarget is a retry schedule's target: SendMessage of in, with the
+// route's scheduler dead-letter queue, if any, for a copy Scheduler cannot
+// deliver.
+func retryTarget(cfg router.ScheduledRetryConfig, in []byte) *stypes.Target {
+	t := &stypes.Target{
+		Arn:     aws.String(SendMessageTarget),
+		RoleArn: aws.String(cfg.ExecutionRoleARN),
+		Input:   aws.String(string(in)),
+	}
+	if cfg.SchedulerDeadLetterARN != "" {
+		t.DeadLetterConfig = &stypes.DeadLetterConfig{Arn: aws.String(cfg.SchedulerDeadLetterARN)}
+	}
+	return t
 }
 
 // publishDLQ sends an exhausted message to the scheduled-retry DLQ with its

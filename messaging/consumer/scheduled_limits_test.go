@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-go/cairn/messaging/consumer"
@@ -37,6 +38,7 @@ type scheduledRun struct {
 	seen        []string // body#retry_count per handler call
 	cancel      func()
 	errc        chan error
+	opts        []router.ScheduledRetryOption // more options of the route
 }
 
 // startScheduled runs a Scheduled Retry consumer on queue name whose handler
@@ -62,10 +64,10 @@ func startScheduled(t *testing.T, name string, maxRetries, failures int, mutate 
 			return errors.New("transient")
 		}
 		return nil
-	}, router.WithRunMode(router.PerGroupID), router.WithScheduledRetry(
+	}, router.WithRunMode(router.PerGroupID), router.WithScheduledRetry(append([]router.ScheduledRetryOption{
 		router.WithSchedulerIdentity(arn, "arn:aws:iam::000000000000:role/sched"),
 		router.WithScheduledDLQ(s.dlq), router.WithMaxRetryCount(maxRetries),
-		router.WithBackoff(time.Second, time.Second)))
+		router.WithBackoff(time.Second, time.Second)}, s.opts...)...))
 	c, err := consumer.New(s.fake, r, consumer.WithSchedulerClient(s.sched), consumer.WithClock(s.clk),
 		consumer.WithRetryMetric(func(string) { s.retry.Add(1) }),
 		consumer.WithDeadLetterMetric(func(string) { s.dead.Add(1) }))
@@ -250,5 +252,35 @@ func TestDLQPublishFailureKeepsOriginal(t *testing.T) {
 	}
 	if fake.Len(url) != 1 || fake.Len(dlq) != 0 || dead.Load() != 0 {
 		t.Fatalf("queue %d dlq %d dead %d", fake.Len(url), fake.Len(dlq), dead.Load())
+	}
+}
+
+// A retry schedule carries the route's scheduler dead-letter queue, so a copy
+// Scheduler cannot deliver after the original was deleted is kept there
+// rather than dropped; without one it carries none.
+func TestScheduledRetrySchedulerDeadLetter(t *testing.T) {
+	t.Parallel()
+	for _, arn := range []string{"", "arn:aws:sqs:us-east-1:000000000000:retries-lost"} {
+		s := startScheduled(t, "sdl-"+strconv.Itoa(len(arn)), 3, 1, func(s *scheduledRun) {
+			if arn != "" {
+				s.opts = []router.ScheduledRetryOption{router.WithSchedulerDeadLetter(arn)}
+			}
+		})
+		if _, err := s.fake.Send(s.url, "m", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return s.retry.Load() == 1 })
+		s.stop(t)
+		scheds := s.sched.Schedules()
+		if len(scheds) != 1 {
+			t.Fatalf("%d schedules, want 1", len(scheds))
+		}
+		got := ""
+		if dl := scheds[0].Target.DeadLetterConfig; dl != nil {
+			got = aws.ToString(dl.Arn)
+		}
+		if got != arn {
+			t.Errorf("schedule dead-letter queue %q, want %q", got, arn)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -98,6 +99,10 @@ type ScheduledRetryConfig struct {
 	BaseBackoff time.Duration
 	// MaxBackoff caps the delay (default 15m, at most 24h).
 	MaxBackoff time.Duration
+	// SchedulerDeadLetterARN, when set, is the standard SQS queue where
+	// EventBridge Scheduler puts a retry it could not deliver once its own
+	// retries are spent. See [WithSchedulerDeadLetter].
+	SchedulerDeadLetterARN string
 }
 
 // ExpBackoff returns base·2^(attempt-1) capped at max. It never overflows
@@ -387,6 +392,23 @@ func WithScheduledDLQ(dlqQueueURL string) ScheduledRetryOption {
 	return func(c *ScheduledRetryConfig) { c.DLQQueueURL = dlqQueueURL }
 }
 
+// WithSchedulerDeadLetter sets the ARN of a standard SQS queue (Scheduler
+// does not accept a FIFO one) as every retry schedule's dead-letter queue. A
+// retry is a copy sent by EventBridge Scheduler after the original was
+// deleted: if Scheduler cannot deliver it (the target queue was deleted, the
+// role lost its permission) it retries for up to a day and then drops it,
+// unless a dead-letter queue is set. There the copy arrives as Scheduler's
+// dead-letter event, whose body holds the SendMessage input and so the
+// original body and attributes. The execution role needs sqs:SendMessage on
+// that queue.
+func WithSchedulerDeadLetter(queueARN string) ScheduledRetryOption {
+	return func(c *ScheduledRetryConfig) { c.SchedulerDeadLetterARN = queueARN }
+}
+
+// schedulerDLQARN is the pattern EventBridge Scheduler accepts for a
+// dead-letter queue: a standard queue's ARN.
+var schedulerDLQARN = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[a-zA-Z0-9_-]+$`)
+
 // WithMaxRetryCount sets the inclusive retry threshold, [0, 2147483647].
 func WithMaxRetryCount(n int) ScheduledRetryOption {
 	return func(c *ScheduledRetryConfig) { c.MaxRetryCount = n }
@@ -411,6 +433,9 @@ func validateScheduled(c ScheduledRetryConfig) []string {
 	}
 	if strings.TrimSpace(c.DLQQueueURL) == "" {
 		errs = append(errs, "WithScheduledDLQ: DLQ queue URL is empty")
+	}
+	if c.SchedulerDeadLetterARN != "" && !schedulerDLQARN.MatchString(c.SchedulerDeadLetterARN) {
+		errs = append(errs, fmt.Sprintf("WithSchedulerDeadLetter: %q is not the ARN of a standard SQS queue", c.SchedulerDeadLetterARN))
 	}
 	if c.MaxRetryCount < 0 || c.MaxRetryCount > 2147483647 {
 		errs = append(errs, fmt.Sprintf("WithMaxRetryCount: %d not in [0, 2147483647]", c.MaxRetryCount))

@@ -75,6 +75,14 @@ func TestValidation(t *testing.T) {
 		{"scheduled backoff range", "q.fifo", noop, []router.Option{router.WithScheduledRetry(
 			router.WithSchedulerIdentity("arn:aws:sqs:us-east-1:1:q.fifo", "arn:aws:iam::1:role/r"),
 			router.WithScheduledDLQ("u"), router.WithBackoff(time.Millisecond, 25*time.Hour))}, merrors.ErrScheduledRetryConfig, "25h"},
+		{"scheduler dead letter fifo", "q.fifo", noop, []router.Option{router.WithScheduledRetry(
+			router.WithSchedulerIdentity("arn:aws:sqs:us-east-1:1:q.fifo", "arn:aws:iam::1:role/r"),
+			router.WithScheduledDLQ("u"), router.WithSchedulerDeadLetter("arn:aws:sqs:us-east-1:000000000001:lost.fifo"))},
+			merrors.ErrScheduledRetryConfig, "lost.fifo"},
+		{"scheduler dead letter url", "q.fifo", noop, []router.Option{router.WithScheduledRetry(
+			router.WithSchedulerIdentity("arn:aws:sqs:us-east-1:1:q.fifo", "arn:aws:iam::1:role/r"),
+			router.WithScheduledDLQ("u"), router.WithSchedulerDeadLetter("https://sqs.us-east-1.amazonaws.com/000000000001/lost"))},
+			merrors.ErrScheduledRetryConfig, "WithSchedulerDeadLetter"},
 		{"scheduled + dlq", "q.fifo", noop, []router.Option{valid, router.WithDLQ(3)}, merrors.ErrScheduledRetryConfig, "exclusive"},
 		{"dlq + scheduled", "q.fifo", noop, []router.Option{router.WithDLQ(3), valid}, merrors.ErrScheduledRetryConfig, "exclusive"},
 	}
