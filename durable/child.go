@@ -63,7 +63,9 @@ type batchMarker struct {
 // children in state, and a replay runs fn again to rebuild the result. In that
 // re-run every operation comes from history — no step body runs again — and an
 // operation history does not hold fails the invocation with
-// [ErrNondeterministic], as any divergence does.
+// [ErrNondeterministic], as any divergence does. A wait or callback the live
+// run left unsettled (the loser of a [Race]) is created again from its record;
+// waiting on it in the re-run is such a divergence.
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
 	return runChild(dc, name, subChild, fn, nil, nil)
 }
@@ -157,6 +159,17 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 // operation replayed from history (the caller has counted them as visited).
 func rerun[T any](x *execution, child *Context, id, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
 	child.rebuilding = true
+	defer func() {
+		// The live run finished this context, so the same code over the same
+		// history cannot block: waiting on a future it left unsettled is a
+		// divergence, not a reason to end the invocation PENDING.
+		if p := recover(); p != nil {
+			if _, ok := p.(suspend); ok {
+				p = abort{err: fmt.Errorf("%w: context %s (%s) succeeded, and rebuilding its result waits on an operation that has not settled", ErrNondeterministic, id, name)}
+			}
+			panic(p)
+		}
+	}()
 	v, err := fn(withInfo(x.ctx, Info{ExecutionArn: x.arn, OperationID: id, OperationName: name, Replaying: true}), child)
 	if err != nil {
 		if x.ctx.Err() != nil && errors.Is(err, x.ctx.Err()) {

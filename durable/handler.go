@@ -329,7 +329,11 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 		op = &c
 	}
 	if dc.rebuilding {
-		if op == nil || !finished(op.Status) {
+		// A WAIT or CALLBACK may be left unsettled by a context that finished
+		// (the loser of a Race, a deadline not cancelled): it is a future, and
+		// replaying its creation needs only its record. Anything else the live
+		// run left unfinished would have kept the context from finishing.
+		if op == nil || !finished(op.Status) && typ != types.OperationTypeWait && typ != types.OperationTypeCallback {
 			panic(abort{err: fmt.Errorf("%w: operation %s (step %s, %s %q) is not finished in the history of the context being rebuilt", ErrNondeterministic, id, step, typ, name)})
 		}
 		return id, op
