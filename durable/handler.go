@@ -161,9 +161,16 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		}
 	}
 	x.replaying.Store(len(x.history) > 0)
-	x.logger = slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x, keep: h.opts.LogReplays}).With(slog.String("durable.execution_arn", x.arn))
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		x.logger = x.logger.With(slog.String("aws.lambda.request_id", lc.AwsRequestID))
+	for _, rebuild := range []bool{false, true} {
+		l := slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x, keep: h.opts.LogReplays, rebuild: rebuild}).With(slog.String("durable.execution_arn", x.arn))
+		if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+			l = l.With(slog.String("aws.lambda.request_id", lc.AwsRequestID))
+		}
+		if rebuild {
+			x.rebuildLogger = l
+		} else {
+			x.logger = l
+		}
 	}
 	ctx, span := h.startInvocationSpan(ctx, x)
 	x.ctx = ctx
@@ -237,7 +244,10 @@ type execution struct {
 	visited   int
 	replaying atomic.Bool
 	logger    *slog.Logger
-	metrics   *counters
+	// rebuildLogger is the logger of contexts being rebuilt: what they log
+	// was logged by the live run, so it is a replay whatever the visited count.
+	rebuildLogger *slog.Logger
+	metrics       *counters
 }
 
 // Context is the durable function's handle on its execution for one invocation:
@@ -261,12 +271,21 @@ type Context struct {
 func (dc *Context) ExecutionArn() string { return dc.x.arn }
 
 // Replaying reports whether the function is still re-executing operations that
-// history already holds.
-func (dc *Context) Replaying() bool { return dc.x.replaying.Load() }
+// history already holds. Inside a finished child context that is run again to
+// rebuild its oversized result it is always true: everything there is history,
+// even when the visited count has already reached its end (the finished
+// context counted its whole subtree when it was met).
+func (dc *Context) Replaying() bool { return dc.rebuilding || dc.x.replaying.Load() }
 
 // Logger returns a logger that drops records while the function replays, so a
 // line logged before a completed step appears once, not once per invocation.
-func (dc *Context) Logger() *slog.Logger { return dc.x.logger }
+// The logger of a context being rebuilt treats every record as replayed.
+func (dc *Context) Logger() *slog.Logger {
+	if dc.rebuilding {
+		return dc.x.rebuildLogger
+	}
+	return dc.x.logger
+}
 
 func (x *execution) load(ctx context.Context, st ExecutionState) error {
 	if x.history == nil {
