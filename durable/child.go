@@ -532,13 +532,12 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 				finished = true
 				if err != nil {
 					failed++
-					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: "Error", Message: err.Error()}
-					var rec *OperationError
-					if errors.As(err, &rec) {
-						oe.Type, oe.Data = rec.Type, rec.Data
-					} else if eo := errorObject(err); eo != nil {
-						oe.Type = aws.ToString(eo.ErrorType)
-					}
+					// The item carries the failure as the branch's FAIL recorded it,
+					// so a batch rebuilt from its branches, or finished in a later
+					// invocation that replays this branch, has the same item.
+					eo := contextErrorObject(err)
+					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: aws.ToString(eo.ErrorType),
+						Message: aws.ToString(eo.ErrorMessage), Data: aws.ToString(eo.ErrorData)}
 					res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
 					return
 				}
