@@ -719,7 +719,10 @@ func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, 
 		v, err := cb.Result()
 		var oe *OperationError
 		if errors.As(err, &oe) && oe.Name == "" {
-			oe.Name = name
+			// The unnamed callback's failure is reported as the failure of
+			// this WaitForCallback context, the operation a replay returns
+			// it from: its ID and name, the callback's type, message, data.
+			oe.OperationID, oe.Name = child.parentID, name
 		}
 		return v, err
 	}, nil, nil)
