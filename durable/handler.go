@@ -672,6 +672,8 @@ type CallbackOptions struct {
 	HeartbeatTimeout time.Duration
 	// Submit configures the step that runs the submit function of
 	// [WaitForCallbackWith]: its attempts and backoff. [CreateCallback] ignores it.
+	// A negative MaxAttempts is an error matching [ErrInvalidInput], returned
+	// before anything is recorded.
 	Submit StepOptions
 }
 
@@ -699,6 +701,16 @@ func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, sub
 // again.
 func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, submit func(ctx context.Context, callbackID string) error) (T, error) {
 	var zero T
+	// Refused before anything is recorded: found by the submitter step or the
+	// callback inside the context, they would fail the context after its
+	// callback was created, and the replayed failure would no longer match
+	// ErrInvalidInput.
+	if err := checkCallbackOptions(name, opts); err != nil {
+		return zero, err
+	}
+	if opts.Submit.MaxAttempts < 0 {
+		return zero, Fatal(fmt.Errorf("%w: CallbackOptions.Submit.MaxAttempts %d of %q is negative", ErrInvalidInput, opts.Submit.MaxAttempts, name))
+	}
 	if op := dc.peek(); op != nil && op.Type == types.OperationTypeCallback && aws.ToString(op.Name) == name {
 		cb, _, err := createCallback[T](dc, name, opts)
 		if err != nil {
@@ -741,14 +753,33 @@ type Callback[T any] struct {
 func (c *Callback[T]) ID() string { return c.callbackID }
 
 // CreateCallback creates a CALLBACK operation (once; replays return the same
-// callback) without waiting for it. Send [Callback.ID] from a [Step], so the
+// callback) without waiting for it. A negative timeout, or one longer than
+// about 68 years, is an error matching [ErrInvalidInput] and records nothing. Send [Callback.ID] from a [Step], so the
 // delivery is itself durable, then call [Callback.Result].
 func CreateCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], error) {
 	cb, _, err := createCallback[T](dc, name, opts)
 	return cb, err
 }
 
+// checkCallbackOptions refuses timeouts the service cannot carry: a negative
+// one (the checkpoint server times such a callback out at once, the service's
+// answer is not known) or one beyond the int32 seconds of CallbackOptions.
+func checkCallbackOptions(name string, opts CallbackOptions) error {
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"Timeout", opts.Timeout}, {"HeartbeatTimeout", opts.HeartbeatTimeout}} {
+		if d.v < 0 || math.Ceil(d.v.Seconds()) > math.MaxInt32 {
+			return Fatal(fmt.Errorf("%w: CallbackOptions.%s %s of callback %q is negative or longer than %d seconds", ErrInvalidInput, d.field, d.v, name, math.MaxInt32))
+		}
+	}
+	return nil
+}
+
 func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], bool, error) {
+	if err := checkCallbackOptions(name, opts); err != nil {
+		return nil, false, err
+	}
 	id, op := dc.next(types.OperationTypeCallback, name)
 	created := false
 	if op == nil {
