@@ -156,7 +156,7 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		return Output{}, fmt.Errorf("%w: history has no EXECUTION operation", ErrInvalidInput)
 	}
 	for id, op := range x.ops {
-		if op.Type != types.OperationTypeExecution {
+		if op.Type != types.OperationTypeExecution && !x.orphan(op) {
 			x.history[id] = true
 		}
 	}
@@ -313,6 +313,30 @@ func (x *execution) merge(ops []types.Operation) {
 		op := ops[i]
 		x.ops[*op.Id] = &op
 	}
+}
+
+// orphan reports whether an ancestor of op is missing from state. State leaves
+// out the descendants of a finished context (without ReplayChildren) through
+// every finished context below it, but an unfinished one among them (the
+// branch a batch left suspended when it completed early) keeps its own
+// operations in state, without itself: that is the checkpoint server's rule
+// for GetDurableExecutionState, and the fake's. No replay reaches such an
+// operation, the finished context's body is not run again, so it is not history
+// to replay: counted, it would keep the execution replaying, and its log
+// lines dropped, to the end.
+func (x *execution) orphan(op *types.Operation) bool {
+	p := op.ParentId
+	for range len(x.ops) { // bounded: a corrupt history could hold a cycle
+		if p == nil || *p == "" {
+			return false
+		}
+		parent := x.ops[*p]
+		if parent == nil {
+			return true
+		}
+		p = parent.ParentId
+	}
+	return false
 }
 
 // op returns a copy of the recorded operation id, or nil.
