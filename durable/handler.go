@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -853,7 +854,51 @@ func errorObject(err error) *types.ErrorObject {
 	if errors.As(err, &oe) {
 		typ = oe.Type
 	}
-	return &types.ErrorObject{ErrorType: aws.String(typ), ErrorMessage: aws.String(err.Error())}
+	return fitError(&types.ErrorObject{ErrorType: aws.String(typ), ErrorMessage: aws.String(err.Error())})
+}
+
+// maxErrorBytes bounds the JSON of an error object this package checkpoints.
+// The service refuses an update carrying an error when the update's JSON is
+// over 32 KB, and an operation's failure can be larger than that (a callback
+// failure sent by another system, a long error message): refused, the update
+// would fail the whole execution with CheckpointRejected instead of letting
+// the function see the failure. The margin leaves room for the rest of the
+// update (IDs, a name of up to 256 characters, escaped).
+const maxErrorBytes = 32768 - 2048
+
+// truncated marks a field fitError cut.
+const truncated = " …[truncated]"
+
+// fitError cuts the data, then the message, then the type of eo until its JSON
+// fits maxErrorBytes: the recorded failure keeps its beginning, and a replay
+// returns that. Cutting k bytes of a string shortens its JSON by at least k.
+func fitError(eo *types.ErrorObject) *types.ErrorObject {
+	size := func() int {
+		b, _ := json.Marshal(struct {
+			T, M, D *string `json:",omitempty"`
+		}{eo.ErrorType, eo.ErrorMessage, eo.ErrorData})
+		return len(b)
+	}
+	for _, f := range []**string{&eo.ErrorData, &eo.ErrorMessage, &eo.ErrorType} {
+		over := size() - maxErrorBytes
+		if over <= 0 {
+			break
+		}
+		if *f == nil {
+			continue
+		}
+		v := **f
+		keep := len(v) - over - len(truncated)
+		if keep <= 0 {
+			*f = aws.String(truncated[1:])
+			continue
+		}
+		for keep > 0 && !utf8.RuneStart(v[keep]) {
+			keep--
+		}
+		*f = aws.String(v[:keep] + truncated)
+	}
+	return eo
 }
 
 // contextErrorObject is errorObject for the failure of a child context. A
@@ -869,7 +914,7 @@ func contextErrorObject(err error) *types.ErrorObject {
 	if oe.Data != "" {
 		eo.ErrorData = aws.String(oe.Data)
 	}
-	return eo
+	return fitError(eo)
 }
 
 func operationError(op *types.Operation) error {
