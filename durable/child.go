@@ -63,7 +63,9 @@ type batchMarker struct {
 // children in state, and a replay runs fn again to rebuild the result. In that
 // re-run every operation comes from history — no step body runs again — and an
 // operation history does not hold fails the invocation with
-// [ErrNondeterministic], as any divergence does.
+// [ErrNondeterministic], as any divergence does. A wait or callback the live
+// run left unsettled (the loser of a [Race]) is created again from its record;
+// waiting on it in the re-run is such a divergence.
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
 	return runChild(dc, name, subChild, fn, nil, nil)
 }
@@ -157,6 +159,17 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 // operation replayed from history (the caller has counted them as visited).
 func rerun[T any](x *execution, child *Context, id, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
 	child.rebuilding = true
+	defer func() {
+		// The live run finished this context, so the same code over the same
+		// history cannot block: waiting on a future it left unsettled is a
+		// divergence, not a reason to end the invocation PENDING.
+		if p := recover(); p != nil {
+			if _, ok := p.(suspend); ok {
+				p = abort{err: fmt.Errorf("%w: context %s (%s) succeeded, and rebuilding its result waits on an operation that has not settled", ErrNondeterministic, id, name)}
+			}
+			panic(p)
+		}
+	}()
 	v, err := fn(withInfo(x.ctx, Info{ExecutionArn: x.arn, OperationID: id, OperationName: name, Replaying: true}), child)
 	if err != nil {
 		if x.ctx.Err() != nil && errors.Is(err, x.ctx.Err()) {
@@ -519,13 +532,12 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 				finished = true
 				if err != nil {
 					failed++
-					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: "Error", Message: err.Error()}
-					var rec *OperationError
-					if errors.As(err, &rec) {
-						oe.Type, oe.Data = rec.Type, rec.Data
-					} else if eo := errorObject(err); eo != nil {
-						oe.Type = aws.ToString(eo.ErrorType)
-					}
+					// The item carries the failure as the branch's FAIL recorded it,
+					// so a batch rebuilt from its branches, or finished in a later
+					// invocation that replays this branch, has the same item.
+					eo := contextErrorObject(err)
+					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: aws.ToString(eo.ErrorType),
+						Message: aws.ToString(eo.ErrorMessage), Data: aws.ToString(eo.ErrorData)}
 					res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
 					return
 				}

@@ -772,15 +772,16 @@ func TestInvocationPayloadWireShape(t *testing.T) {
 }
 
 // TestRejectedCheckpointIsTerminal: an update the service refuses (here a step
-// failure whose error object exceeds the service's 32 KB limit) fails the
+// failure over the service's 32 KB limit for an update carrying an error: the
+// error object is shortened to fit, but the step's name is 33 KB) fails the
 // execution instead of being retried forever.
 func TestRejectedCheckpointIsTerminal(t *testing.T) {
 	t.Parallel()
 	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
 		e := b.New(t, json.RawMessage(`{}`), nil)
 		h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
-			return durable.Step(dc, "big", func(context.Context) (string, error) {
-				return "", durable.Fatal(errors.New(strings.Repeat("x", 40000)))
+			return durable.Step(dc, strings.Repeat("n", 33000), func(context.Context) (string, error) {
+				return "", durable.Fatal(errors.New("no"))
 			})
 		}, durable.Options{})
 		out, err := e.Drive(context.Background(), h, 3)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -156,14 +157,21 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		return Output{}, fmt.Errorf("%w: history has no EXECUTION operation", ErrInvalidInput)
 	}
 	for id, op := range x.ops {
-		if op.Type != types.OperationTypeExecution {
+		if op.Type != types.OperationTypeExecution && !x.orphan(op) {
 			x.history[id] = true
 		}
 	}
 	x.replaying.Store(len(x.history) > 0)
-	x.logger = slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x, keep: h.opts.LogReplays}).With(slog.String("durable.execution_arn", x.arn))
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		x.logger = x.logger.With(slog.String("aws.lambda.request_id", lc.AwsRequestID))
+	for _, rebuild := range []bool{false, true} {
+		l := slog.New(&replayHandler{inner: h.opts.Logger.Handler(), x: x, keep: h.opts.LogReplays, rebuild: rebuild}).With(slog.String("durable.execution_arn", x.arn))
+		if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+			l = l.With(slog.String("aws.lambda.request_id", lc.AwsRequestID))
+		}
+		if rebuild {
+			x.rebuildLogger = l
+		} else {
+			x.logger = l
+		}
 	}
 	ctx, span := h.startInvocationSpan(ctx, x)
 	x.ctx = ctx
@@ -237,7 +245,10 @@ type execution struct {
 	visited   int
 	replaying atomic.Bool
 	logger    *slog.Logger
-	metrics   *counters
+	// rebuildLogger is the logger of contexts being rebuilt: what they log
+	// was logged by the live run, so it is a replay whatever the visited count.
+	rebuildLogger *slog.Logger
+	metrics       *counters
 }
 
 // Context is the durable function's handle on its execution for one invocation:
@@ -261,12 +272,21 @@ type Context struct {
 func (dc *Context) ExecutionArn() string { return dc.x.arn }
 
 // Replaying reports whether the function is still re-executing operations that
-// history already holds.
-func (dc *Context) Replaying() bool { return dc.x.replaying.Load() }
+// history already holds. Inside a finished child context that is run again to
+// rebuild its oversized result it is always true: everything there is history,
+// even when the visited count has already reached its end (the finished
+// context counted its whole subtree when it was met).
+func (dc *Context) Replaying() bool { return dc.rebuilding || dc.x.replaying.Load() }
 
 // Logger returns a logger that drops records while the function replays, so a
 // line logged before a completed step appears once, not once per invocation.
-func (dc *Context) Logger() *slog.Logger { return dc.x.logger }
+// The logger of a context being rebuilt treats every record as replayed.
+func (dc *Context) Logger() *slog.Logger {
+	if dc.rebuilding {
+		return dc.x.rebuildLogger
+	}
+	return dc.x.logger
+}
 
 func (x *execution) load(ctx context.Context, st ExecutionState) error {
 	if x.history == nil {
@@ -294,6 +314,30 @@ func (x *execution) merge(ops []types.Operation) {
 		op := ops[i]
 		x.ops[*op.Id] = &op
 	}
+}
+
+// orphan reports whether an ancestor of op is missing from state. State leaves
+// out the descendants of a finished context (without ReplayChildren) through
+// every finished context below it, but an unfinished one among them (the
+// branch a batch left suspended when it completed early) keeps its own
+// operations in state, without itself: that is the checkpoint server's rule
+// for GetDurableExecutionState, and the fake's. No replay reaches such an
+// operation, the finished context's body is not run again, so it is not history
+// to replay: counted, it would keep the execution replaying, and its log
+// lines dropped, to the end.
+func (x *execution) orphan(op *types.Operation) bool {
+	p := op.ParentId
+	for range len(x.ops) { // bounded: a corrupt history could hold a cycle
+		if p == nil || *p == "" {
+			return false
+		}
+		parent := x.ops[*p]
+		if parent == nil {
+			return true
+		}
+		p = parent.ParentId
+	}
+	return false
 }
 
 // op returns a copy of the recorded operation id, or nil.
@@ -329,7 +373,11 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 		op = &c
 	}
 	if dc.rebuilding {
-		if op == nil || !finished(op.Status) {
+		// A WAIT or CALLBACK may be left unsettled by a context that finished
+		// (the loser of a Race, a deadline not cancelled): it is a future, and
+		// replaying its creation needs only its record. Anything else the live
+		// run left unfinished would have kept the context from finishing.
+		if op == nil || !finished(op.Status) && typ != types.OperationTypeWait && typ != types.OperationTypeCallback {
 			panic(abort{err: fmt.Errorf("%w: operation %s (step %s, %s %q) is not finished in the history of the context being rebuilt", ErrNondeterministic, id, step, typ, name)})
 		}
 		return id, op
@@ -649,6 +697,8 @@ type CallbackOptions struct {
 	HeartbeatTimeout time.Duration
 	// Submit configures the step that runs the submit function of
 	// [WaitForCallbackWith]: its attempts and backoff. [CreateCallback] ignores it.
+	// A negative MaxAttempts is an error matching [ErrInvalidInput], returned
+	// before anything is recorded.
 	Submit StepOptions
 }
 
@@ -676,6 +726,16 @@ func WaitForCallback[T any](dc *Context, name string, timeout time.Duration, sub
 // again.
 func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, submit func(ctx context.Context, callbackID string) error) (T, error) {
 	var zero T
+	// Refused before anything is recorded: found by the submitter step or the
+	// callback inside the context, they would fail the context after its
+	// callback was created, and the replayed failure would no longer match
+	// ErrInvalidInput.
+	if err := checkCallbackOptions(name, opts); err != nil {
+		return zero, err
+	}
+	if opts.Submit.MaxAttempts < 0 {
+		return zero, Fatal(fmt.Errorf("%w: CallbackOptions.Submit.MaxAttempts %d of %q is negative", ErrInvalidInput, opts.Submit.MaxAttempts, name))
+	}
 	if op := dc.peek(); op != nil && op.Type == types.OperationTypeCallback && aws.ToString(op.Name) == name {
 		cb, _, err := createCallback[T](dc, name, opts)
 		if err != nil {
@@ -696,7 +756,10 @@ func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, 
 		v, err := cb.Result()
 		var oe *OperationError
 		if errors.As(err, &oe) && oe.Name == "" {
-			oe.Name = name
+			// The unnamed callback's failure is reported as the failure of
+			// this WaitForCallback context, the operation a replay returns
+			// it from: its ID and name, the callback's type, message, data.
+			oe.OperationID, oe.Name = child.parentID, name
 		}
 		return v, err
 	}, nil, nil)
@@ -715,14 +778,33 @@ type Callback[T any] struct {
 func (c *Callback[T]) ID() string { return c.callbackID }
 
 // CreateCallback creates a CALLBACK operation (once; replays return the same
-// callback) without waiting for it. Send [Callback.ID] from a [Step], so the
+// callback) without waiting for it. A negative timeout, or one longer than
+// about 68 years, is an error matching [ErrInvalidInput] and records nothing. Send [Callback.ID] from a [Step], so the
 // delivery is itself durable, then call [Callback.Result].
 func CreateCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], error) {
 	cb, _, err := createCallback[T](dc, name, opts)
 	return cb, err
 }
 
+// checkCallbackOptions refuses timeouts the service cannot carry: a negative
+// one (the checkpoint server times such a callback out at once, the service's
+// answer is not known) or one beyond the int32 seconds of CallbackOptions.
+func checkCallbackOptions(name string, opts CallbackOptions) error {
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"Timeout", opts.Timeout}, {"HeartbeatTimeout", opts.HeartbeatTimeout}} {
+		if d.v < 0 || math.Ceil(d.v.Seconds()) > math.MaxInt32 {
+			return Fatal(fmt.Errorf("%w: CallbackOptions.%s %s of callback %q is negative or longer than %d seconds", ErrInvalidInput, d.field, d.v, name, math.MaxInt32))
+		}
+	}
+	return nil
+}
+
 func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], bool, error) {
+	if err := checkCallbackOptions(name, opts); err != nil {
+		return nil, false, err
+	}
 	id, op := dc.next(types.OperationTypeCallback, name)
 	created := false
 	if op == nil {
@@ -772,7 +854,51 @@ func errorObject(err error) *types.ErrorObject {
 	if errors.As(err, &oe) {
 		typ = oe.Type
 	}
-	return &types.ErrorObject{ErrorType: aws.String(typ), ErrorMessage: aws.String(err.Error())}
+	return fitError(&types.ErrorObject{ErrorType: aws.String(typ), ErrorMessage: aws.String(err.Error())})
+}
+
+// maxErrorBytes bounds the JSON of an error object this package checkpoints.
+// The service refuses an update carrying an error when the update's JSON is
+// over 32 KB, and an operation's failure can be larger than that (a callback
+// failure sent by another system, a long error message): refused, the update
+// would fail the whole execution with CheckpointRejected instead of letting
+// the function see the failure. The margin leaves room for the rest of the
+// update (IDs, a name of up to 256 characters, escaped).
+const maxErrorBytes = 32768 - 2048
+
+// truncated marks a field fitError cut.
+const truncated = " …[truncated]"
+
+// fitError cuts the data, then the message, then the type of eo until its JSON
+// fits maxErrorBytes: the recorded failure keeps its beginning, and a replay
+// returns that. Cutting k bytes of a string shortens its JSON by at least k.
+func fitError(eo *types.ErrorObject) *types.ErrorObject {
+	size := func() int {
+		b, _ := json.Marshal(struct {
+			T, M, D *string `json:",omitempty"`
+		}{eo.ErrorType, eo.ErrorMessage, eo.ErrorData})
+		return len(b)
+	}
+	for _, f := range []**string{&eo.ErrorData, &eo.ErrorMessage, &eo.ErrorType} {
+		over := size() - maxErrorBytes
+		if over <= 0 {
+			break
+		}
+		if *f == nil {
+			continue
+		}
+		v := **f
+		keep := len(v) - over - len(truncated)
+		if keep <= 0 {
+			*f = aws.String(truncated[1:])
+			continue
+		}
+		for keep > 0 && !utf8.RuneStart(v[keep]) {
+			keep--
+		}
+		*f = aws.String(v[:keep] + truncated)
+	}
+	return eo
 }
 
 // contextErrorObject is errorObject for the failure of a child context. A
@@ -788,7 +914,7 @@ func contextErrorObject(err error) *types.ErrorObject {
 	if oe.Data != "" {
 		eo.ErrorData = aws.String(oe.Data)
 	}
-	return eo
+	return fitError(eo)
 }
 
 func operationError(op *types.Operation) error {

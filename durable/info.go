@@ -42,14 +42,18 @@ type replayHandler struct {
 	inner slog.Handler
 	x     *execution
 	keep  bool // Options.LogReplays
+	// rebuild marks the logger of contexts re-run to rebuild a result: always replaying.
+	rebuild bool
 }
 
+func (h *replayHandler) replaying() bool { return h.rebuild || h.x.replaying.Load() }
+
 func (h *replayHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return (h.keep || !h.x.replaying.Load()) && h.inner.Enabled(ctx, l)
+	return (h.keep || !h.replaying()) && h.inner.Enabled(ctx, l)
 }
 
 func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
-	if h.x.replaying.Load() {
+	if h.replaying() {
 		if !h.keep {
 			return nil
 		}
@@ -65,11 +69,11 @@ func (h *replayHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *replayHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &replayHandler{inner: h.inner.WithAttrs(attrs), x: h.x, keep: h.keep}
+	return &replayHandler{inner: h.inner.WithAttrs(attrs), x: h.x, keep: h.keep, rebuild: h.rebuild}
 }
 
 func (h *replayHandler) WithGroup(name string) slog.Handler {
-	return &replayHandler{inner: h.inner.WithGroup(name), x: h.x, keep: h.keep}
+	return &replayHandler{inner: h.inner.WithGroup(name), x: h.x, keep: h.keep, rebuild: h.rebuild}
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

@@ -29,7 +29,14 @@ type Future interface {
 	context() *Context
 }
 
-func (c *Callback[T]) context() *Context { return c.dc }
+// context is nil for a nil *Callback (what CreateCallback returns with an
+// error), so that combine refuses it as it refuses a nil Future.
+func (c *Callback[T]) context() *Context {
+	if c == nil {
+		return nil
+	}
+	return c.dc
+}
 
 func (c *Callback[T]) settled() (bool, time.Time, error) {
 	op := c.dc.x.op(c.id)
@@ -42,7 +49,13 @@ func (c *Callback[T]) settled() (bool, time.Time, error) {
 	return true, aws.ToTime(op.EndTimestamp), operationError(op)
 }
 
-func (w *Wait) context() *Context { return w.dc }
+// context is nil for a nil *Wait (what StartWait returns with an error).
+func (w *Wait) context() *Context {
+	if w == nil {
+		return nil
+	}
+	return w.dc
+}
 
 func (w *Wait) settled() (bool, time.Time, error) {
 	op := w.dc.x.op(w.id)
@@ -83,7 +96,7 @@ type decide func(errs []error, order []int) (index int, ok bool)
 // dc or one of its ancestors (not in a child context), in this invocation.
 func combine(dc *Context, name string, fs []Future, rule decide) (int, error) {
 	for i, f := range fs {
-		if f == nil || !within(dc, f.context()) {
+		if f == nil || !within(dc, f.context()) { // f.context() is nil for a nil *Callback or *Wait too
 			return 0, Fatal(fmt.Errorf("%w: future %d of %q is nil, or was started in another invocation or in a context that is not dc or one of its ancestors", ErrInvalidInput, i, name))
 		}
 	}

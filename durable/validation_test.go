@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,6 +29,10 @@ func TestCheckpointValidationMatchesServer(t *testing.T) {
 	withPayload := func(u types.OperationUpdate) types.OperationUpdate { u.Payload = aws.String(`"x"`); return u }
 	withWait := func(u types.OperationUpdate) types.OperationUpdate {
 		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(3600)}
+		return u
+	}
+	withError := func(u types.OperationUpdate, n int) types.OperationUpdate {
+		u.Error = &types.ErrorObject{ErrorMessage: aws.String(strings.Repeat("e", n))}
 		return u
 	}
 	withRetry := func(u types.OperationUpdate) types.OperationUpdate {
@@ -57,6 +62,10 @@ func TestCheckpointValidationMatchesServer(t *testing.T) {
 		{"parent unknown", [][]types.OperationUpdate{{withParent(up("k", step, start), "nope")}}, "Invalid parent operation id."},
 		{"parent started in the same request", [][]types.OperationUpdate{{up("p", ctxOp, start), withParent(up("k", step, start), "p")}}, ""},
 		{"context FAIL with payload", [][]types.OperationUpdate{{up("p", ctxOp, start)}, {withPayload(up("p", ctxOp, fail))}}, "Cannot provide a Payload for FAIL action."},
+		// The server measures the update as it came over the wire, fields
+		// left out absent: an error object just under 32 KB there is accepted.
+		{"error just under the limit", [][]types.OperationUpdate{{up("s", step, start)}, {withError(up("s", step, fail), 32600)}}, ""},
+		{"error over the limit", [][]types.OperationUpdate{{up("s", step, start)}, {withError(up("s", step, fail), 32760)}}, "Error object size must be less than 32768 bytes."},
 		{"execution not last", [][]types.OperationUpdate{{withPayload(up("x", types.OperationTypeExecution, succeed)), up("s", step, start)}}, "EXECUTION checkpoint must be the last update."},
 		{"checkpoint after the execution ended", [][]types.OperationUpdate{{withPayload(up("x", types.OperationTypeExecution, succeed))}, {up("s", step, start)}}, "Invalid checkpoint token"},
 	}

@@ -231,7 +231,7 @@ func (a serverAPI) CheckpointDurableExecution(ctx context.Context, in *lambda.Ch
 		}
 		id := aws.ToString(u.Id)
 		raw, err := a.e.control("update", map[string]any{"executionId": aws.ToString(in.DurableExecutionArn), "operationId": id,
-			"operationData": map[string]any{"Status": "CANCELLED"}})
+			"operationData": map[string]any{"Status": "CANCELLED", "EndTimestamp": endNow()}})
 		if err != nil {
 			return nil, fmt.Errorf("durabletest: settle cancelled wait %s: %w", id, err)
 		}
@@ -253,6 +253,14 @@ func (a serverAPI) CheckpointDurableExecution(ctx context.Context, in *lambda.Ch
 	}
 	return out, nil
 }
+
+// endNow is the EndTimestamp the driver records when it ends an operation as
+// the service's timer side would (a wait elapsed or cancelled, a chained
+// invoke answered), in the epoch seconds of the service's JSON protocol.
+// UpdateCheckpointData merges only the fields it is given, and an operation
+// settled without an end time would sort after every timed one in the
+// combinators' "first to settle" order, unlike on the service and the fake.
+func endNow() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
 
 // decodeOperation reads the {"Operation": ...} answer of /harness/update, with
 // the invocation payload's timestamp conventions.
@@ -368,16 +376,16 @@ func (e *serverExec) Drive(ctx context.Context, h Invoker, max int) (durable.Out
 			id := aws.ToString(op.Id)
 			switch {
 			case op.Type == types.OperationTypeWait && op.Status == types.OperationStatusStarted:
-				err = e.update(id, map[string]any{"Status": "SUCCEEDED"}, nil, nil)
+				err = e.update(id, map[string]any{"Status": "SUCCEEDED", "EndTimestamp": endNow()}, nil, nil)
 			case op.Type == types.OperationTypeStep && op.Status == types.OperationStatusPending:
 				err = e.update(id, map[string]any{"Status": "READY"}, nil, nil)
 			case op.Type == types.OperationTypeChainedInvoke && op.Status == types.OperationStatusStarted && e.invoke != nil:
 				res, ierr := e.invoke(op)
 				if ierr != nil {
-					err = e.update(id, map[string]any{"Status": "FAILED", "ChainedInvokeDetails": map[string]any{
+					err = e.update(id, map[string]any{"Status": "FAILED", "EndTimestamp": endNow(), "ChainedInvokeDetails": map[string]any{
 						"Error": map[string]string{"ErrorType": "InvokeError", "ErrorMessage": ierr.Error()}}}, nil, nil)
 				} else {
-					err = e.update(id, map[string]any{"Status": "SUCCEEDED", "ChainedInvokeDetails": map[string]any{"Result": res}}, nil, nil)
+					err = e.update(id, map[string]any{"Status": "SUCCEEDED", "EndTimestamp": endNow(), "ChainedInvokeDetails": map[string]any{"Result": res}}, nil, nil)
 				}
 			default:
 				continue

@@ -263,7 +263,7 @@ func (f *Fake) validate(updates []types.OperationUpdate) error {
 	}
 	for _, u := range updates {
 		if u.Error != nil {
-			if b, _ := json.Marshal(u); len(b) > maxErrorBytes {
+			if wireSize(u) > maxErrorBytes {
 				return invalid("Error object size must be less than %d bytes.", maxErrorBytes)
 			}
 		}
@@ -284,6 +284,38 @@ func (f *Fake) validate(updates []types.OperationUpdate) error {
 		}
 	}
 	return nil
+}
+
+// wireSize is the length of u's JSON as the server measures it: the update as
+// it arrived, so without the members the request left out. encoding/json
+// writes every nil member of the SDK struct as null, which made the fake
+// refuse error objects the server accepts.
+func wireSize(u types.OperationUpdate) int {
+	b, _ := json.Marshal(u)
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return len(b)
+	}
+	b, _ = json.Marshal(dropNulls(v))
+	return len(b)
+}
+
+func dropNulls(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			t[k] = dropNulls(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = dropNulls(e)
+		}
+	}
+	return v
 }
 
 func validTransition(u types.OperationUpdate, op *types.Operation) error {
