@@ -778,9 +778,10 @@ type Callback[T any] struct {
 func (c *Callback[T]) ID() string { return c.callbackID }
 
 // CreateCallback creates a CALLBACK operation (once; replays return the same
-// callback) without waiting for it. A negative timeout, or one longer than
-// about 68 years, is an error matching [ErrInvalidInput] and records nothing. Send [Callback.ID] from a [Step], so the
-// delivery is itself durable, then call [Callback.Result].
+// callback) without waiting for it. Send [Callback.ID] from a [Step], so the
+// delivery is itself durable, then call [Callback.Result]. A negative timeout,
+// or one longer than about 68 years, is an error matching [ErrInvalidInput]
+// and records nothing.
 func CreateCallback[T any](dc *Context, name string, opts CallbackOptions) (*Callback[T], error) {
 	cb, _, err := createCallback[T](dc, name, opts)
 	return cb, err
