@@ -146,3 +146,65 @@ func TestEndWithLostAnswerInFirstDelivery(t *testing.T) {
 		})
 	}
 }
+
+// startFailWorld fails, once, the append that would end runID and then the
+// append of its run_started alone: the World unreachable for the whole of the
+// run's first delivery, after the delivery created the continuation.
+type startFailWorld struct {
+	worlds.World
+	runID string
+	mu    sync.Mutex
+	left  int
+}
+
+func (f *startFailWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	f.mu.Lock()
+	fail := runID == f.runID && f.left > 0 && events[0].Type == worlds.EventRunStarted
+	if fail {
+		f.left--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("injected: World unreachable")
+	}
+	return f.World.Append(ctx, runID, events...)
+}
+
+// A run cancelled while still pending, after a delivery created its
+// continuation but could write neither the run's end nor its start, takes the
+// continuation with it: nothing else ever starts or ends that run.
+func TestCancelPendingRunWithContinuation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := memworld.New()
+	c, err := workflow.NewClient(workflow.Config{World: w, Cache: workflow.CacheConfig{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := workflow.Start(ctx, c, ContinueOnce{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := &startFailWorld{World: w, runID: run.ID(), left: 2}
+	r := worldRunner{inner: c.Runner(workflow.Use(ContinueOnce{})), world: fw}
+	w.RunOne(ctx, r)
+	if got, err := w.GetRun(ctx, run.ID()); err != nil || got.Status != worlds.RunPending {
+		t.Fatalf("run after the failed delivery = %+v, %v; want it still pending", got, err)
+	}
+	next := run.ID() + "-cont-1"
+	if got, err := w.GetRun(ctx, next); err != nil || got.Status != worlds.RunPending {
+		t.Fatalf("continuation = %+v, %v; want it created and pending", got, err)
+	}
+	if err := c.Cancel(ctx, run.ID(), "stop"); err != nil {
+		t.Fatal(err)
+	}
+	driveUntil(t, w, r, run.ID())
+	for range 10 {
+		w.RunOne(ctx, r)
+	}
+	for _, id := range []string{run.ID(), next} {
+		if got, err := w.GetRun(ctx, id); err != nil || got.Status != worlds.RunCancelled {
+			t.Fatalf("run %s = %+v, %v; want cancelled", id, got, err)
+		}
+	}
+}
