@@ -939,6 +939,14 @@ func (e *engine) settleOutcome(ctx, actx context.Context, info Info, ev worlds.E
 		// A concurrent attempt recorded first, or our own earlier send did and only
 		// its response was lost: then nobody has woken the run yet, so wake it (a
 		// spare replay is harmless).
+		if ev.Type == worlds.EventStepRetrying {
+			// Our own retry may be the one stored: then nothing but this attempt
+			// queues the next one, and a replay only parks on the step again.
+			// Queue it; if another attempt recorded something else, the delivery
+			// finds the step finished, or started, and does nothing.
+			return errors.Join(e.queueStep(ctx, info.WorkflowName, info.RunID, ev.CorrelationID, *ev.RetryAt),
+				e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, ""))
+		}
 		return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
 	case ev.Type == worlds.EventStepCompleted && errors.Is(err, worlds.ErrEventInvalid):
 		// The World refused the output (too large): the step fails for good.
