@@ -140,6 +140,19 @@ func (e *engine) continued(ctx context.Context, run worlds.Run) error {
 // could not be read or cancelled.
 func (e *engine) abandonContinuation(ctx context.Context, run worlds.Run) error {
 	next := nextRun(run)
+	// A concurrent delivery of the run (a duplicate message) may have ended it
+	// by continuing as this very run: that continuation is the chain's, not
+	// abandoned, and that delivery queues its start.
+	cur, err := e.world.GetRun(ctx, run.RunID)
+	if errors.Is(err, worlds.ErrRunNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workflow: run %s: reading it to tell whether its continuation was abandoned: %w", run.RunID, err)
+	}
+	if cur.Status == worlds.RunCompleted && cur.Attributes[AttrContinuedAs] == next.id {
+		return nil
+	}
 	got, err := e.world.GetRun(ctx, next.id)
 	if errors.Is(err, worlds.ErrRunNotFound) {
 		return nil
