@@ -473,9 +473,14 @@ func (e *engine) cancelRun(ctx context.Context, runID, reason string) error {
 	return e.cancelLinks(ctx, run)
 }
 
-// cancelLinks cancels the children of cancelled run and tells its parent.
+// cancelLinks cancels the children of cancelled run and tells its parent. It
+// also cancels a continuation an attempt of the run created before the run was
+// cancelled: a cancelled run never queues its continuation's first delivery, so
+// that run would sit pending for ever. A run cancelled while still pending
+// (its first delivery created the continuation but wrote neither its end nor
+// its start) reaches no other code that would do it.
 func (e *engine) cancelLinks(ctx context.Context, run worlds.Run) error {
-	return errors.Join(e.cancelChildren(ctx, run.RunID, cancelReason(run)), e.notifyParent(ctx, run))
+	return errors.Join(e.abandonContinuation(ctx, run), e.cancelChildren(ctx, run.RunID, cancelReason(run)), e.notifyParent(ctx, run))
 }
 
 // ResumeHook sends payload (encoded as JSON) to the hook owning token and wakes its

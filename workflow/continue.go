@@ -136,16 +136,38 @@ func (e *engine) continued(ctx context.Context, run worlds.Run) error {
 
 // abandonContinuation cancels the run created to continue run when run ended
 // some other way (it was cancelled while continuing), so the new run does not
-// sit pending for ever.
-func (e *engine) abandonContinuation(ctx context.Context, run worlds.Run) {
+// sit pending for ever. The error reports a continuation that may exist but
+// could not be read or cancelled.
+func (e *engine) abandonContinuation(ctx context.Context, run worlds.Run) error {
 	next := nextRun(run)
+	// A concurrent delivery of the run (a duplicate message) may have ended it
+	// by continuing as this very run: that continuation is the chain's, not
+	// abandoned, and that delivery queues its start.
+	cur, err := e.world.GetRun(ctx, run.RunID)
+	if errors.Is(err, worlds.ErrRunNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workflow: run %s: reading it to tell whether its continuation was abandoned: %w", run.RunID, err)
+	}
+	if cur.Status == worlds.RunCompleted && cur.Attributes[AttrContinuedAs] == next.id {
+		return nil
+	}
 	got, err := e.world.GetRun(ctx, next.id)
-	if err != nil || got.Status != worlds.RunPending || got.Attributes[AttrContinuedFrom] != run.RunID {
-		return
+	if errors.Is(err, worlds.ErrRunNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workflow: run %s: reading its abandoned continuation: %w", run.RunID, err)
+	}
+	if got.Status != worlds.RunPending || got.Attributes[AttrContinuedFrom] != run.RunID {
+		return nil
 	}
 	if err := e.cancelRun(ctx, next.id, "the run it continues ended before continuing"); err != nil && !errors.Is(err, worlds.ErrRunFinished) {
 		e.log.WarnContext(ctx, "cancelling an abandoned continuation", "run_id", next.id, "error", err)
+		return err
 	}
+	return nil
 }
 
 // isContinuation reports whether err asks for continue-as-new.

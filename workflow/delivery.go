@@ -543,10 +543,22 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 		if len(head) > 0 {
 			// run_started goes first; a rejected end is handled by the replay of a
 			// fresh round once run_started is stored.
-			if _, err := e.world.Append(ctx, info.RunID, append(head, tail...)...); err == nil {
+			_, err := e.world.Append(ctx, info.RunID, append(head, tail...)...)
+			if err == nil {
 				return e.ended(ctx, info, x.hist.run, tail, cause)
-			} else if _, err := e.world.Append(ctx, info.RunID, head...); err != nil && !errors.Is(err, worlds.ErrConflict) && !errors.Is(err, worlds.ErrGone) {
-				return err
+			}
+			if _, herr := e.world.Append(ctx, info.RunID, head...); herr != nil {
+				switch {
+				case errors.Is(herr, worlds.ErrGone) && worlds.KindOf(err) == nil:
+					// The end failed without being refused, and the run has ended
+					// since: that write may have been applied with its answer lost.
+					// Fail the delivery, so its redelivery (Attempt > 1) finds the run
+					// ended and goes on from the end (queues the continuation, tells
+					// the parent); a fresh delivery would take the end for done.
+					return err
+				case !errors.Is(herr, worlds.ErrConflict) && !errors.Is(herr, worlds.ErrGone):
+					return herr
+				}
 			}
 			return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
 		}
@@ -927,6 +939,14 @@ func (e *engine) settleOutcome(ctx, actx context.Context, info Info, ev worlds.E
 		// A concurrent attempt recorded first, or our own earlier send did and only
 		// its response was lost: then nobody has woken the run yet, so wake it (a
 		// spare replay is harmless).
+		if ev.Type == worlds.EventStepRetrying {
+			// Our own retry may be the one stored: then nothing but this attempt
+			// queues the next one, and a replay only parks on the step again.
+			// Queue it; if another attempt recorded something else, the delivery
+			// finds the step finished, or started, and does nothing.
+			return errors.Join(e.queueStep(ctx, info.WorkflowName, info.RunID, ev.CorrelationID, *ev.RetryAt),
+				e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, ""))
+		}
 		return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
 	case ev.Type == worlds.EventStepCompleted && errors.Is(err, worlds.ErrEventInvalid):
 		// The World refused the output (too large): the step fails for good.

@@ -447,6 +447,44 @@ func (s *suite) queueAgainWhileRunning(t *testing.T) {
 	}
 }
 
+// queueAgainWhileRunningRunsAgain checks the other half of the fixed-ID
+// contract: a delivery queued again under its ID while it runs, by an
+// execution that then succeeds, runs once more. The runtime re-arms a timer's
+// wake-up that arrived early this way; a World that drops the second Queue
+// call (the ID is still queued) or deletes the delivery on success leaves the
+// run asleep for ever.
+func (s *suite) queueAgainWhileRunningRunsAgain(t *testing.T) {
+	r := newRecorder(s.now)
+	fixed := uid(t, "rearm")
+	var (
+		mu    sync.Mutex
+		w     worlds.World
+		first = true
+	)
+	r.fail = func(d worlds.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if d.ID != fixed || !first {
+			return nil
+		}
+		first = false
+		_, err := w.Queue(context.Background(), d.Input, worlds.QueueOptions{ID: fixed})
+		return err // nil: this execution succeeds
+	}
+	served := s.serve(t, r)
+	mu.Lock()
+	w = served
+	mu.Unlock()
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "worldtest", RunID: uid(t, "run")}
+	if _, err := served.Queue(ctx(t), in, worlds.QueueOptions{ID: fixed}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, r, "the execution queued by the one before it", func() bool { return len(r.byID(fixed)) >= 2 })
+	if got := r.byID(fixed); got[1].d.Input.RunID != in.RunID {
+		t.Errorf("second execution's input %+v, want %+v", got[1].d.Input, in)
+	}
+}
+
 func (s *suite) redelivery(t *testing.T) {
 	r := newRecorder(s.now)
 	var mu sync.Mutex

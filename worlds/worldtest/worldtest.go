@@ -51,6 +51,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"QueueFixedIDOnce", s.queueFixedID},
 		{"Redelivery", s.redelivery},
 		{"QueueAgainWhileRunning", s.queueAgainWhileRunning},
+		{"QueueAgainWhileRunningRunsAgain", s.queueAgainWhileRunningRunsAgain},
 		{"EarlyArrival", s.earlyArrival},
 		{"CancelDelivery", s.cancelDelivery},
 	} {
