@@ -2,6 +2,7 @@ package worlds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -24,8 +25,9 @@ const attrCancelReason = "cancel_reason"
 // runs; the run ends cancelled once its code has cleaned up and returned. A run
 // that starts at the instant it is cancelled is cancelled at once, as a pending
 // one. Cancelling a finished run fails with the World's error, matching
-// [ErrRunFinished]. If the delivery cannot be queued after the request is
-// written, the error says so: cancelling again queues it.
+// [ErrRunFinished]; a cancelled one is woken again all the same. If the
+// delivery cannot be queued after the request is written, the error says so:
+// cancelling again queues it, also when the run is cancelled by then.
 func RequestCancel(ctx context.Context, w World, runID, reason string) (Run, error) {
 	if reason == "" {
 		reason = "cancelled"
@@ -38,7 +40,17 @@ func RequestCancel(ctx context.Context, w World, runID, reason string) (Run, err
 		return Run{}, err
 	}
 	if run.Status.Terminal() {
-		return run, rejected(&Event{Type: EventRunCancelled, RunID: runID, Reason: reason}, ErrRunFinished, "run is "+string(run.Status))
+		refused := rejected(&Event{Type: EventRunCancelled, RunID: runID, Reason: reason}, ErrRunFinished, "run is "+string(run.Status))
+		if run.Status == RunCancelled {
+			// Wake it again: the wake-up of the call that cancelled it may have
+			// failed, and the cancel's follow-up (its children cancelled, its
+			// parent told, a continuation it created cancelled) happens in
+			// that delivery. A spare one finds it all done.
+			if _, err := w.Queue(ctx, QueueInput{Kind: DeliverWorkflow, WorkflowName: run.WorkflowName, RunID: runID}, QueueOptions{}); err != nil {
+				return run, errors.Join(refused, fmt.Errorf("worlds: run %s: its worker not woken: %w", runID, err))
+			}
+		}
+		return run, refused
 	}
 	attrs := map[string]string{attrCancelReason: reason}
 	evs := []Event{{Type: EventAttributesSet, Attributes: attrs}}
