@@ -409,13 +409,13 @@ func (s *suite) queueFixedID(t *testing.T) {
 	}
 }
 
-// queueAgainWhileRunning: a delivery that queues itself again under its ID and
-// then fails runs again counted as a retry. The runtime re-queues what a failed
-// execution may have left unqueued (a step it started inline) only for a retry,
-// so a World that counts it as a first delivery can leave a run waiting for ever.
-func (s *suite) queueAgainWhileRunning(t *testing.T) {
+// queueItselfAgain serves a World whose first execution of a delivery with a
+// fixed ID queues that delivery again under its ID and then returns outcome
+// (nil: the execution succeeds), queues the delivery, and waits until it has
+// run a second time.
+func (s *suite) queueItselfAgain(t *testing.T, label string, outcome error) (*recorder, string, worlds.QueueInput) {
 	r := newRecorder(s.now)
-	fixed := uid(t, "again")
+	fixed := uid(t, label)
 	var (
 		mu    sync.Mutex
 		w     worlds.World
@@ -431,7 +431,7 @@ func (s *suite) queueAgainWhileRunning(t *testing.T) {
 		if _, err := w.Queue(context.Background(), d.Input, worlds.QueueOptions{ID: fixed}); err != nil {
 			return err
 		}
-		return errors.New("worldtest: fail the execution that queued itself again")
+		return outcome
 	}
 	served := s.serve(t, r)
 	mu.Lock()
@@ -441,7 +441,16 @@ func (s *suite) queueAgainWhileRunning(t *testing.T) {
 	if _, err := served.Queue(ctx(t), in, worlds.QueueOptions{ID: fixed}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitFor(t, r, "the execution after the failed one", func() bool { return len(r.byID(fixed)) >= 2 })
+	s.waitFor(t, r, "the execution queued by the one before it", func() bool { return len(r.byID(fixed)) >= 2 })
+	return r, fixed, in
+}
+
+// queueAgainWhileRunning: a delivery that queues itself again under its ID and
+// then fails runs again counted as a retry. The runtime re-queues what a failed
+// execution may have left unqueued (a step it started inline) only for a retry,
+// so a World that counts it as a first delivery can leave a run waiting for ever.
+func (s *suite) queueAgainWhileRunning(t *testing.T) {
+	r, fixed, _ := s.queueItselfAgain(t, "again", errors.New("worldtest: fail the execution that queued itself again"))
 	if got := r.byID(fixed); got[0].d.Attempt != 1 || got[1].d.Attempt < 2 {
 		t.Errorf("attempts %d, %d; want 1, then 2 or more: queueing a delivery again must not reset its count", got[0].d.Attempt, got[1].d.Attempt)
 	}
@@ -454,32 +463,7 @@ func (s *suite) queueAgainWhileRunning(t *testing.T) {
 // call (the ID is still queued) or deletes the delivery on success leaves the
 // run asleep for ever.
 func (s *suite) queueAgainWhileRunningRunsAgain(t *testing.T) {
-	r := newRecorder(s.now)
-	fixed := uid(t, "rearm")
-	var (
-		mu    sync.Mutex
-		w     worlds.World
-		first = true
-	)
-	r.fail = func(d worlds.Delivery) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if d.ID != fixed || !first {
-			return nil
-		}
-		first = false
-		_, err := w.Queue(context.Background(), d.Input, worlds.QueueOptions{ID: fixed})
-		return err // nil: this execution succeeds
-	}
-	served := s.serve(t, r)
-	mu.Lock()
-	w = served
-	mu.Unlock()
-	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "worldtest", RunID: uid(t, "run")}
-	if _, err := served.Queue(ctx(t), in, worlds.QueueOptions{ID: fixed}); err != nil {
-		t.Fatal(err)
-	}
-	s.waitFor(t, r, "the execution queued by the one before it", func() bool { return len(r.byID(fixed)) >= 2 })
+	r, fixed, in := s.queueItselfAgain(t, "rearm", nil)
 	if got := r.byID(fixed); got[1].d.Input.RunID != in.RunID {
 		t.Errorf("second execution's input %+v, want %+v", got[1].d.Input, in)
 	}
