@@ -133,13 +133,7 @@ func (d *delivery) GroupID() string {
 	return d.msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 }
 
-func (d *delivery) ReceiveCount() int {
-	n, err := strconv.Atoi(d.msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
+func (d *delivery) ReceiveCount() int { return receiveCount(d.msg) }
 
 func (d *delivery) QueueName() string { return d.queue }
 

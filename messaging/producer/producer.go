@@ -244,7 +244,7 @@ func (p *Producer) PublishBatch(ctx context.Context, in *PublishBatchInput) (*Pu
 	for _, e := range entries {
 		if id := aws.ToString(e.Id); !answered[id] {
 			res.Failed = append(res.Failed, &PublishBatchFailure{EntryID: id,
-				Err: &EntryError{Code: "MissingResult", Message: "SNS reported neither success nor failure"}})
+				Err: missingResult()})
 		}
 	}
 	return res, nil
@@ -390,6 +390,12 @@ func (p *Producer) PublishAll(ctx context.Context, topicARN string, msgs []*Publ
 	return res, nil
 }
 
+// missingResult is the failure of an entry a PublishBatch response lists
+// neither as successful nor as failed: it was not confirmed.
+func missingResult() *EntryError {
+	return &EntryError{Code: "MissingResult", Message: "SNS reported neither success nor failure"}
+}
+
 // markFailed records that entry i of e's message group failed, keeping the
 // group's first failure.
 func markFailed(failed map[string]int, e types.PublishBatchRequestEntry, i int) map[string]int {
@@ -433,7 +439,7 @@ func (p *Producer) send(ctx context.Context, topic string, work []types.PublishB
 	}
 	for _, i := range idx {
 		if !seen[i] {
-			res.Results[i].Err = &EntryError{Code: "MissingResult", Message: "SNS reported neither success nor failure"}
+			res.Results[i].Err = missingResult()
 		}
 	}
 }
