@@ -202,20 +202,7 @@ func (x *execution) startedWaitsUnder(roots map[string]bool) []types.OperationUp
 		if op.Type != types.OperationTypeWait || op.Status != types.OperationStatusStarted {
 			continue
 		}
-		inside := false
-		p := aws.ToString(op.ParentId)
-		for range len(x.ops) { // bounded: a corrupt history could hold a cycle
-			if p == "" || roots[p] {
-				inside = p != ""
-				break
-			}
-			parent := x.ops[p]
-			if parent == nil {
-				break
-			}
-			p = aws.ToString(parent.ParentId)
-		}
-		if !inside {
+		if a, _ := x.ancestor(op, func(id string) bool { return roots[id] }); a == "" {
 			continue
 		}
 		sub := aws.ToString(op.SubType)
@@ -666,17 +653,12 @@ func (dc *Context) visitUnder(root string) {
 	x := dc.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	under := func(id string) bool { return id == root }
 	for id := range x.history {
-		p := x.ops[id]
-		for range len(x.ops) { // bounded: a corrupt history could hold a cycle
-			if p == nil || p.ParentId == nil {
-				break
-			}
-			if *p.ParentId == root {
+		if op := x.ops[id]; op != nil {
+			if a, _ := x.ancestor(op, under); a != "" {
 				x.visited++
-				break
 			}
-			p = x.ops[*p.ParentId]
 		}
 	}
 	x.replaying.Store(x.visited < len(x.history))

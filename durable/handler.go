@@ -326,18 +326,30 @@ func (x *execution) merge(ops []types.Operation) {
 // to replay: counted, it would keep the execution replaying, and its log
 // lines dropped, to the end.
 func (x *execution) orphan(op *types.Operation) bool {
-	p := op.ParentId
+	_, missing := x.ancestor(op, func(string) bool { return false })
+	return missing
+}
+
+// ancestor walks op's ParentId chain, its parent first, and returns the first
+// ancestor ID for which match reports true, or "" with missing set when the
+// chain reaches an operation state does not hold first. The caller holds x.mu
+// or is alone with x.
+func (x *execution) ancestor(op *types.Operation, match func(id string) bool) (id string, missing bool) {
+	p := aws.ToString(op.ParentId)
 	for range len(x.ops) { // bounded: a corrupt history could hold a cycle
-		if p == nil || *p == "" {
-			return false
+		if p == "" {
+			return "", false
 		}
-		parent := x.ops[*p]
+		if match(p) {
+			return p, false
+		}
+		parent := x.ops[p]
 		if parent == nil {
-			return true
+			return "", true
 		}
-		p = parent.ParentId
+		p = aws.ToString(parent.ParentId)
 	}
-	return false
+	return "", false
 }
 
 // op returns a copy of the recorded operation id, or nil.
@@ -644,17 +656,8 @@ func (dc *Context) StartWait(name string, d time.Duration) (*Wait, error) {
 // then: the service reinvokes when it is due. A cancelled wait returns an error
 // matching [ErrWaitCancelled] (and, with errors.As, an *[OperationError]).
 func (w *Wait) Wait() error {
-	op := w.dc.x.op(w.id)
-	if op == nil {
-		panic(suspend{})
-	}
-	switch op.Status {
-	case types.OperationStatusSucceeded:
-		return nil
-	case types.OperationStatusCancelled:
-		return fmt.Errorf("%w: %w", ErrWaitCancelled, operationError(op))
-	case types.OperationStatusFailed, types.OperationStatusTimedOut, types.OperationStatusStopped:
-		return operationError(op)
+	if done, _, err := w.settled(); done {
+		return err
 	}
 	panic(suspend{})
 }
