@@ -9,7 +9,6 @@ import (
 	"github.com/cairn-go/cairn/internal/chaos"
 	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/worlds"
-	"github.com/cairn-go/cairn/worlds/local"
 )
 
 // ChainHop continues as new without running a step until its input reaches
@@ -43,22 +42,10 @@ func TestChainsUnderFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	base, err := local.Open(ctx, local.Config{Path: t.TempDir() + "/chains.db", Workers: 8, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	faulty, err := chaos.Wrap(base, chaos.Rates{
+	base, faulty, client := chaosClient(ctx, t, chaos.Rates{
 		AppendBefore: 0.05, AppendLost: 0.15, QueueBefore: 0.03,
 		Duplicate: 0.2, Late: 0.1, LateBy: 150 * time.Millisecond, Early: 0.5,
 	}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := workflow.NewClient(workflow.Config{World: faulty, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	serveCtx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {

@@ -104,6 +104,27 @@ func seed(t *testing.T) uint64 {
 	return uint64(time.Now().UnixNano())
 }
 
+// chaosClient opens an embedded World in the test's directory, wraps it in
+// faults at rates drawn from seed, and returns it, the faulty World over it
+// and a client on that. The World is closed when the test ends.
+func chaosClient(ctx context.Context, t *testing.T, rates chaos.Rates, seed uint64) (*local.World, *chaos.World, *workflow.Client) {
+	t.Helper()
+	base, err := local.Open(ctx, local.Config{Path: t.TempDir() + "/chaos.db", Workers: 8, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { base.Close() })
+	faulty, err := chaos.Wrap(base, rates, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := workflow.NewClient(workflow.Config{World: faulty, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, faulty, client
+}
+
 // TestFaultsLoseNothing runs orders on the embedded World while appends are
 // throttled or commit with their response lost, queue calls fail, and deliveries
 // arrive twice, early or late. Every run must complete with the right output,
@@ -115,22 +136,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	base, err := local.Open(ctx, local.Config{Path: t.TempDir() + "/chaos.db", Workers: 8, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	faulty, err := chaos.Wrap(base, chaos.Rates{
+	base, faulty, client := chaosClient(ctx, t, chaos.Rates{
 		AppendBefore: 0.05, AppendLost: 0.05, QueueBefore: 0.03,
 		Duplicate: 0.2, Late: 0.1, LateBy: 150 * time.Millisecond, Early: 0.5,
 	}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := workflow.NewClient(workflow.Config{World: faulty, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := newRecorder()
 	wf := Order{rec: rec}
 	serveCtx, stop := context.WithCancel(ctx)
