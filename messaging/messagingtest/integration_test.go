@@ -48,8 +48,11 @@ func TestEmulatorLimits(t *testing.T) {
 // the SQS and SNS API references say AWS rejects it; the fake enforces
 // these, and RunLimitsSuite holds the fake to them.
 var emulatorUnenforced = map[string]string{
-	messagingtest.LimitSQSAttributes:      "fauxqs accepts 11 message attributes",
-	messagingtest.RuleSQSDedupWindow:      "fauxqs runs on the wall clock and offers no way to move it, so a 6-minute-later resend cannot be tested in a test run; the fake follows the 5-minute window (TestFakeLimits)",
+	messagingtest.LimitSQSAttributes: "fauxqs accepts 11 message attributes",
+	messagingtest.RuleSQSDedupWindow: "fauxqs keeps its 5-minute deduplication window on the wall clock and offers no way to move time, " +
+		"so a resend 6 minutes later cannot be tested in a test run; the fake's window is tested on its injected clock (TestFakeLimits)",
+	messagingtest.RuleSNSRawDropsManyAttributes: "fauxqs delivers a message with 11 attributes to a raw-delivery SQS subscription; " +
+		"SNS discards it as a client-side error",
 	messagingtest.LimitSQSGroupID:         "fauxqs accepts 129-character group IDs",
 	messagingtest.LimitSQSDedupID:         "fauxqs accepts 129-character deduplication IDs",
 	messagingtest.LimitSQSDedupOnStandard: "fauxqs accepts a deduplication ID on a standard queue",
