@@ -130,3 +130,42 @@ func TestDeadlineMarginValidation(t *testing.T) {
 		}
 	}
 }
+
+// A margin that leaves no time runs no record: every one is reported as a
+// failure at once, rather than started on a context that has already ended.
+func TestDeadlineMarginLeavesNoTime(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	ran := 0
+	std, _ := router.New("notime", func(context.Context, middleware.Message) error {
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		return nil
+	})
+	fifo, _ := router.New("notime.fifo", func(context.Context, middleware.Message) error {
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		return nil
+	})
+	h, err := lambda.New([]*router.Route{std, fifo}, lambda.WithDeadlineMargin(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []events.SQSMessage
+	for i := range 20 {
+		recs = append(recs, rec("notime", "s"+string(rune('a'+i)), "", ""), rec("notime.fifo", "f"+string(rune('a'+i)), "", "g"))
+	}
+	resp := handle(t, h, ctx, recs...)
+	if len(resp.BatchItemFailures) != len(recs) {
+		t.Fatalf("%d failures, want all %d", len(resp.BatchItemFailures), len(recs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran != 0 {
+		t.Fatalf("%d records ran on an ended context", ran)
+	}
+}

@@ -196,6 +196,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	rctx, cancel := h.recordContext(ctx)
 	defer cancel()
 	res := &results{state: make([]uint8, len(ev.Records))}
+	if rctx.Err() != nil {
+		// The margin leaves no time (or the invocation already ended):
+		// start nothing that would only be cut short.
+		resp, _ := res.close(ev.Records)
+		h.log.ErrorContext(ctx, "no time left before the invocation deadline; every record reported as failed",
+			slog.Int("records", len(ev.Records)), slog.Duration("margin", h.margin), slog.Any("cause", context.Cause(rctx)))
+		return resp, nil
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -313,6 +321,9 @@ func (h *Handler) dispatch(ctx context.Context, recs []events.SQSMessage, res *r
 		var wg sync.WaitGroup
 	launch:
 		for _, i := range g.idx {
+			if ctx.Err() != nil {
+				break // a free slot must not win over an ended context
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
