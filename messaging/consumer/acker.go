@@ -338,13 +338,13 @@ func (a *acker) sendVisibilityInto(ctx context.Context, vis []visEntry, ok []boo
 // its unfinished messages: a failed extension leaves it due, so the next
 // tick tries again, and a batch that lapses without one is given up, so its
 // waiting messages are not run on a delivery SQS may already have handed to
-// another consumer.
+// another consumer. A batch that is due but cannot be extended (limit used,
+// 12 h reached) is given up as well, a third of the timeout before it
+// lapses: its running handlers are canceled with ErrVisibilityLapsed and
+// logged at Error, so they can stop before SQS redelivers their messages.
 func (a *acker) heartbeat(ctx context.Context) {
 	c := a.c
 	limit := c.route.ExtensionLimit()
-	if limit == 0 {
-		return
-	}
 	now := c.cfg.clock.Now()
 	margin := c.vis / heartbeatFraction
 	type extension struct {
@@ -355,20 +355,19 @@ func (a *acker) heartbeat(ctx context.Context) {
 	}
 	var due []visEntry
 	var exts []extension
+	var lapsed []lapse
 	c.mu.Lock()
 	for b := c.head; b != nil; b = b.next {
-		if b.extensions >= limit || now.Before(b.visibleUntil.Add(-margin)) {
-			continue
-		}
-		if !now.Before(b.visibleUntil) {
-			// Lapsed unextended (its extensions failed): SQS may already
-			// have redelivered its messages.
-			b.extensions = limit
+		if b.gaveUp || now.Before(b.visibleUntil.Add(-margin)) {
 			continue
 		}
 		left := maxVisibility - now.Sub(b.receivedAt)
 		ext := min(c.vis, left)
-		if ext < time.Second {
+		if b.extensions >= limit || ext < time.Second || !now.Before(b.visibleUntil) {
+			// Out of extensions, at the 12 h maximum, or lapsed unextended
+			// (its extensions failed): SQS redelivers its messages when
+			// the visibility ends, or already has.
+			lapsed = c.giveUp(b, now, lapsed)
 			continue
 		}
 		secs := int32(ext / time.Second)
@@ -381,6 +380,11 @@ func (a *acker) heartbeat(ctx context.Context) {
 		exts = append(exts, extension{b: b, seq: b.seq, until: now.Add(time.Duration(secs) * time.Second), from: from, to: len(due)})
 	}
 	c.mu.Unlock()
+	for _, l := range lapsed {
+		c.cfg.log.Error("visibility can no longer be extended; handler canceled, SQS will redeliver the message",
+			slog.String("route", c.name), slog.String("message_id", l.id), slog.Int("extensions", l.extensions),
+			slog.Time("visible_until", l.until), slog.Any("cause", ErrVisibilityLapsed))
+	}
 	ok := make([]bool, len(due))
 	for i := 0; i < len(due); i += batchMax {
 		k := min(i+batchMax, len(due))
@@ -395,6 +399,34 @@ func (a *acker) heartbeat(ctx context.Context) {
 			e.b.lapse.Store(e.until.UnixNano())
 		}
 	}
+}
+
+// lapse describes a running handler canceled by giveUp, for the log.
+type lapse struct {
+	id         string
+	extensions int
+	until      time.Time
+}
+
+// giveUp stops the batch's extensions: its messages that no worker has
+// started are skipped (the lapse moves to now), and its running handlers are
+// canceled with ErrVisibilityLapsed. The caller holds c.mu, under which a
+// delivery's done flag changes, so a finished message's worker, already on
+// its next message, is never canceled.
+func (c *Consumer) giveUp(b *batch, now time.Time, out []lapse) []lapse {
+	b.gaveUp = true
+	b.lapse.Store(min(b.lapse.Load(), now.UnixNano()))
+	for i := range b.items {
+		d := &b.items[i]
+		if d.done {
+			continue
+		}
+		if r := d.runner.Load(); r != nil {
+			r.cancel(ErrVisibilityLapsed)
+			out = append(out, lapse{id: d.ID(), extensions: b.extensions, until: b.visibleUntil})
+		}
+	}
+	return out
 }
 
 // linked reports whether b is still in the in-flight list as the batch

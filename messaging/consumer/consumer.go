@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,6 +27,15 @@ var (
 	systemAttributeNames  = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}
 	messageAttributeNames = []string{"All"}
 )
+
+// ErrVisibilityLapsed is the cause (context.Cause) of a handler's context
+// canceled because its message's visibility can no longer be extended: the
+// route's extension limit (router.WithExtensionLimit) is used up, the 12 h
+// SQS maximum counted from receipt is reached, or the extensions failed.
+// The context ends a third of the visibility timeout before the visibility
+// does; a handler still running when it ends may run alongside a
+// redelivery of its message to this or another consumer.
+var ErrVisibilityLapsed = errors.New("consumer: visibility can no longer be extended; SQS will redeliver the message")
 
 // Consumer polls one route's queue. Create it with New and call Run.
 type Consumer struct {
@@ -339,7 +349,7 @@ func (c *Consumer) track(msgs []types.Message) *batch {
 	now := c.cfg.clock.Now()
 	b.receivedAt, b.visibleUntil = now, now.Add(c.vis)
 	b.lapse.Store(b.visibleUntil.UnixNano())
-	b.extensions, b.pending = 0, len(msgs)
+	b.extensions, b.pending, b.gaveUp = 0, len(msgs), false
 	b.seq = c.seq.Add(1)
 	for i := range msgs {
 		b.items = append(b.items, delivery{msg: &msgs[i], b: b, queue: c.name})
@@ -432,7 +442,14 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 	if c.perGroup {
 		blocked = make(map[string]blockMark)
 	}
+	w := newRunner(ctx)
+	defer func() { w.cancel(nil) }()
 	for d := range q {
+		if w.ctx.Err() != nil && ctx.Err() == nil {
+			// The heartbeat canceled the last handler: its message is
+			// finished, so a fresh context cannot be canceled for it.
+			w = newRunner(ctx)
+		}
 		if ctx.Err() != nil {
 			// Shutdown timeout elapsed: the handler never ran, so hand the
 			// message back rather than delete it.
@@ -452,6 +469,10 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 				delete(blocked, d.groupKey)
 			}
 		}
+		// Published before the lapse check: the heartbeat moves the lapse
+		// to now before it looks for runners to cancel, so a handler either
+		// does not start or is canceled.
+		d.runner.Store(w)
 		if c.cfg.clock.Now().UnixNano() >= d.b.lapse.Load() {
 			// Its visibility lapsed while it waited (extension limit
 			// reached): SQS may already have handed it to another consumer,
@@ -474,11 +495,23 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 				continue
 			}
 		}
-		err := c.handler(ctx, d)
+		err := c.handler(w.ctx, d)
 		if d.backoffSet {
 			if cl, _ := merrors.Classify(err); cl != merrors.FatalClass {
 				err = merrors.Backoff(err, d.backoff)
 			}
+		}
+		if err != nil && errors.Is(context.Cause(w.ctx), ErrVisibilityLapsed) {
+			// SQS may already have handed the message to another consumer:
+			// a retry schedule, a DLQ report or a new visibility would act
+			// on a delivery that is no longer ours.
+			c.cfg.log.Warn("handler failed after its visibility lapsed; message left for redelivery",
+				slog.String("route", c.name), slog.String("message_id", d.ID()), slog.Any("error", err))
+			c.finish(d)
+			if blocked != nil {
+				blocked[key] = blockMark{seq: c.seq.Load(), timeout: -1}
+			}
+			continue
 		}
 		kept, timeout := c.outcome(ctx, d, err)
 		if kept && blocked != nil {

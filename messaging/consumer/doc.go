@@ -11,4 +11,11 @@
 // the ones it will not run, and flushes pending acknowledgements with
 // context.WithoutCancel so finished messages are still deleted. A message
 // whose handler did not return nil is never deleted.
+//
+// The heartbeat extends a running message's visibility up to the route's
+// extension limit. Once it cannot extend any more, it cancels the handler's
+// context with cause ErrVisibilityLapsed, a third of the visibility timeout
+// before SQS makes the message visible again, and logs it at Error: the
+// handler should stop, because after that window the message may be
+// delivered again, to this or another consumer, while it still runs.
 package consumer

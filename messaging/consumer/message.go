@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -38,6 +39,21 @@ type delivery struct {
 	backoffSet bool
 	envOnce    sync.Once
 	env        *middleware.SNSEnvelope
+	// runner is the worker running the handler, set before it starts, so
+	// the heartbeat can cancel the handler when its visibility runs out.
+	runner atomic.Pointer[runner]
+}
+
+// runner is a worker's handler context. It is replaced, never changed, once
+// canceled, so the heartbeat never cancels a later message by mistake.
+type runner struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newRunner(parent context.Context) *runner {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &runner{ctx: ctx, cancel: cancel}
 }
 
 func (d *delivery) ID() string { return deref(d.msg.MessageId) }
@@ -163,6 +179,9 @@ type batch struct {
 	// it without the consumer lock.
 	lapse      atomic.Int64
 	extensions int
+	// gaveUp is set once the heartbeat can no longer extend the batch and
+	// has canceled its running handlers.
+	gaveUp     bool
 	pending    int
 	seq        uint64
 	prev, next *batch

@@ -46,12 +46,17 @@ type ScheduledAttributeValue struct {
 	BinaryValue []byte `json:"BinaryValue,omitempty"`
 }
 
-// SQS limits a scheduled retry or dead letter must fit, or SQS rejects the
-// send after the original is gone.
+// Limits a scheduled retry or dead letter must fit, or the send is rejected
+// after the original is gone: the SQS limits of the queue it is sent to (1
+// MiB per message since 2025, 10 attributes), and for a retry also
+// EventBridge Scheduler's limit on a schedule's input, which carries the
+// whole SendMessage request as JSON (the body escaped, binary attributes in
+// base64).
 const (
-	maxMessageAttributes = 10
-	maxMessageBytes      = 256 * 1024
-	maxIDLength          = 128
+	maxMessageAttributes  = 10
+	maxMessageBytes       = 1024 * 1024
+	maxIDLength           = 128
+	maxScheduleInputBytes = 256 * 1024
 )
 
 // retryMarker ends the MessageDeduplicationId of a scheduled retry, followed
@@ -250,18 +255,31 @@ func retryMessage(msg *types.Message, cfg router.ScheduledRetryConfig, next int)
 	count := types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(next))}
 	if len(in.MessageAttributes) < maxMessageAttributes && size+attrSize(RetryCountAttribute, count) <= maxMessageBytes {
 		in.MessageAttributes[RetryCountAttribute] = ScheduledAttributeValue{DataType: "Number", StringValue: strconv.Itoa(next)}
-		return in, nil
+		if scheduleInputSize(in) <= maxScheduleInputBytes {
+			return in, nil
+		}
+		delete(in.MessageAttributes, RetryCountAttribute)
 	}
 	// No room for retry_count: a FIFO retry carries the count in its
 	// deduplication ID; a standard queue has nowhere to carry it.
 	if !fifo {
-		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes and %d bytes leave no room for %s on a standard queue",
-			errRetryDoesNotFit, len(in.MessageAttributes), size, RetryCountAttribute)
+		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes, %d bytes and a %d-byte schedule input leave no room for %s on a standard queue",
+			errRetryDoesNotFit, len(in.MessageAttributes), size, scheduleInputSize(in), RetryCountAttribute)
 	}
-	if len(in.MessageAttributes) > maxMessageAttributes || size > maxMessageBytes {
-		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes, %d bytes", errRetryDoesNotFit, len(in.MessageAttributes), size)
+	if n := scheduleInputSize(in); len(in.MessageAttributes) > maxMessageAttributes || size > maxMessageBytes || n > maxScheduleInputBytes {
+		return ScheduledSendMessage{}, fmt.Errorf("%w: %d attributes, %d bytes, a %d-byte schedule input (limit %d)",
+			errRetryDoesNotFit, len(in.MessageAttributes), size, n, maxScheduleInputBytes)
 	}
 	return in, nil
+}
+
+// scheduleInputSize is the length of in as a schedule's input.
+func scheduleInputSize(in ScheduledSendMessage) int {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return maxScheduleInputBytes + 1
+	}
+	return len(b)
 }
 
 func attrSize(name string, v types.MessageAttributeValue) int {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -282,5 +283,48 @@ func TestScheduledRetrySchedulerDeadLetter(t *testing.T) {
 		if got != arn {
 			t.Errorf("schedule dead-letter queue %q, want %q", got, arn)
 		}
+	}
+}
+
+// A retry whose schedule input would pass EventBridge Scheduler's limit is
+// not scheduled (Scheduler would reject it on every receive and the message
+// would never reach the DLQ): it is retried in place and, its retries used
+// up, dead-lettered. A body of 100 KiB of '<' fits SQS but becomes 600 KiB
+// of JSON escapes in the input.
+func TestScheduledRetryScheduleInputLimit(t *testing.T) {
+	t.Parallel()
+	s := startScheduled(t, "bigin.fifo", 1, 100, nil)
+	body := strings.Repeat("<", 100*1024)
+	if _, err := s.fake.Send(s.url, body, "g", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.calls() == 1 })
+	s.clk.Advance(2 * time.Second) // the in-place backoff (1 s) ends
+	waitFor(t, func() bool { return s.dead.Load() == 1 && s.fake.Len(s.url) == 0 })
+	s.stop(t)
+	if n := len(s.sched.Schedules()); n != 0 || s.retry.Load() != 0 {
+		t.Fatalf("%d schedules, %d retries: a schedule input over the limit was sent", n, s.retry.Load())
+	}
+	if got := s.fake.Bodies(s.dlq); len(got) != 1 || got[0] != body {
+		t.Fatalf("dlq holds %d messages", len(got))
+	}
+}
+
+// The DLQ is an SQS queue: a 300 KiB message (over the old 256 KiB SQS
+// limit, within today's 1 MiB) still gets its retry_count there.
+func TestScheduledDLQRetryCountUpTo1MiB(t *testing.T) {
+	t.Parallel()
+	s := startScheduled(t, "bigdlq.fifo", 0, 100, nil)
+	if _, err := s.fake.Send(s.url, strings.Repeat("x", 300*1024), "g", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.dead.Load() == 1 && s.fake.Len(s.url) == 0 })
+	s.stop(t)
+	out, err := s.fake.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.dlq), MaxNumberOfMessages: 1})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("dlq receive: %v", err)
+	}
+	if v, ok := out.Messages[0].MessageAttributes[consumer.RetryCountAttribute]; !ok || aws.ToString(v.StringValue) != "0" {
+		t.Fatalf("dead letter without %s: %v", consumer.RetryCountAttribute, out.Messages[0].MessageAttributes)
 	}
 }

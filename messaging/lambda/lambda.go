@@ -6,13 +6,21 @@
 // WithSQSClient are required for them): a failed record whose retry schedule
 // or dead letter was created counts as handled, so Lambda deletes it and its
 // FIFO group moves on.
+//
+// Handle never lets Lambda redeliver a record that succeeded: a panic in a
+// record's handler fails only that record (and, on a FIFO queue, the rest of
+// its message group), and records still running when the invocation nears
+// its deadline are reported as failures before Lambda ends the invocation,
+// instead of the whole batch being retried.
 package lambda
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +36,20 @@ import (
 	"github.com/cairn-go/cairn/messaging/router"
 )
 
+// DefaultDeadlineMargin is how long before the invocation's deadline the
+// records' context ends by default: the time Handle keeps to report the
+// unfinished records and return before Lambda stops the invocation.
+const DefaultDeadlineMargin = time.Second
+
+// MaxDeadlineMargin bounds WithDeadlineMargin: Lambda's longest timeout.
+const MaxDeadlineMargin = 15 * time.Minute
+
+// ErrDeadline is the cause (context.Cause) of a record context that ended
+// because the invocation's deadline, less the margin, was reached. The
+// records still running then are reported as failures, so Lambda retries
+// them and deletes only the records that finished.
+var ErrDeadline = errors.New("lambda: invocation deadline near; unfinished records reported as failed")
+
 // Handler dispatches SQS event records to routes by queue name.
 type Handler struct {
 	routes      map[string]*entry
@@ -35,6 +57,7 @@ type Handler struct {
 	dlqMetric   func(string)
 	retryMetric func(string)
 	deadMetric  func(string)
+	margin      time.Duration
 }
 
 type entry struct {
@@ -51,7 +74,16 @@ type config struct {
 	sender      consumer.Sender
 	retryMetric func(string)
 	deadMetric  func(string)
+	margin      time.Duration
 }
+
+// WithDeadlineMargin sets how long before the invocation's deadline
+// (ctx.Deadline() of Handle) the records' context ends, with cause
+// ErrDeadline, and Handle returns with the unfinished records reported as
+// failures (default DefaultDeadlineMargin). It must be within
+// [0, MaxDeadlineMargin] and shorter than the function's timeout, or every
+// record fails unrun.
+func WithDeadlineMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
 
 // WithSchedulerClient supplies the EventBridge Scheduler client that
 // Scheduled Retry routes require.
@@ -93,19 +125,24 @@ func WithMiddleware(mws ...middleware.Middleware) Option {
 func WithDLQMetric(inc func(routeName string)) Option { return func(c *config) { c.dlqMetric = inc } }
 
 // New builds a Handler. It returns ErrNoRoute without routes or with a nil
-// route, and ErrInvalidOption for two routes on one queue.
+// route, and ErrInvalidOption for two routes on one queue or a deadline
+// margin out of range.
 func New(routes []*router.Route, opts ...Option) (*Handler, error) {
 	if len(routes) == 0 {
 		return nil, merrors.ErrNoRoute
 	}
-	cfg := config{log: slog.New(slog.DiscardHandler)}
+	cfg := config{log: slog.New(slog.DiscardHandler), margin: DefaultDeadlineMargin}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
+	if cfg.margin < 0 || cfg.margin > MaxDeadlineMargin {
+		return nil, merrors.Wrap(merrors.ErrInvalidOption,
+			fmt.Errorf("lambda: WithDeadlineMargin: %s is outside [0, %s]", cfg.margin, MaxDeadlineMargin))
+	}
 	h := &Handler{routes: map[string]*entry{}, log: cfg.log, dlqMetric: cfg.dlqMetric,
-		retryMetric: cfg.retryMetric, deadMetric: cfg.deadMetric}
+		retryMetric: cfg.retryMetric, deadMetric: cfg.deadMetric, margin: cfg.margin}
 	for _, r := range routes {
 		if r == nil {
 			return nil, merrors.ErrNoRoute
@@ -143,71 +180,163 @@ func queueName(s string) string {
 
 // Handle processes the event. Records of standard queues run concurrently
 // (up to the route's worker pool size); records of FIFO queues run in order,
-// and after a failure the rest of that queue's records are reported as
-// failures too, so nothing runs ahead of the failed message. Records of an
-// unknown queue are reported as failures. The error is always nil: failures
-// are per item.
+// and after a failure the rest of that message group's records are reported
+// as failures too, so nothing runs ahead of the failed message, while other
+// groups go on. Records of an unknown queue are reported as failures.
+//
+// A handler that panics fails its record (the panic is logged at Error with
+// its stack, and handled as an error wrapping errors.ErrPanic). Records run
+// under a context that ends WithDeadlineMargin before ctx's deadline, with
+// cause ErrDeadline; Handle then returns at once, reporting every record
+// that has not finished as a failure. A handler that ignores the
+// cancellation keeps running after Handle returned, but its outcome no
+// longer counts: Lambda retries the record. The error is always nil:
+// failures are per item.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	var mu sync.Mutex
-	fail := func(id string) {
-		mu.Lock()
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
-		mu.Unlock()
+	rctx, cancel := h.recordContext(ctx)
+	defer cancel()
+	res := &results{state: make([]uint8, len(ev.Records))}
+	if rctx.Err() != nil {
+		// The margin leaves no time (or the invocation already ended):
+		// start nothing that would only be cut short.
+		resp, _ := res.close(ev.Records)
+		h.log.ErrorContext(ctx, "no time left before the invocation deadline; every record reported as failed",
+			slog.Int("records", len(ev.Records)), slog.Duration("margin", h.margin), slog.Any("cause", context.Cause(rctx)))
+		return resp, nil
 	}
-	// Group records by queue, keeping order.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.dispatch(rctx, ev.Records, res)
+	}()
+	select {
+	case <-done:
+	case <-rctx.Done():
+	}
+	resp, unfinished := res.close(ev.Records)
+	if unfinished > 0 && rctx.Err() != nil {
+		h.log.ErrorContext(ctx, "records unfinished at the invocation deadline; reported as failed",
+			slog.Int("unfinished", unfinished), slog.Duration("margin", h.margin),
+			slog.Any("cause", context.Cause(rctx)))
+	}
+	return resp, nil
+}
+
+// recordContext is ctx ending h.margin before its deadline, with cause
+// ErrDeadline.
+func (h *Handler) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadlineCause(ctx, dl.Add(-h.margin), ErrDeadline)
+}
+
+// Record outcomes.
+const (
+	pending uint8 = iota // not run, skipped, or still running
+	failed
+	handled
+)
+
+// results records each record's outcome; once closed, late outcomes of
+// handlers that outlived the deadline are ignored.
+type results struct {
+	mu     sync.Mutex
+	state  []uint8
+	closed bool
+}
+
+func (r *results) set(i int, ok bool) {
+	r.mu.Lock()
+	if !r.closed {
+		r.state[i] = failed
+		if ok {
+			r.state[i] = handled
+		}
+	}
+	r.mu.Unlock()
+}
+
+// close freezes the outcome: every record not known to be handled is a
+// failure. It also returns how many records never reached an outcome.
+func (r *results) close(recs []events.SQSMessage) (resp events.SQSEventResponse, unfinished int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for i, st := range r.state {
+		if st != handled {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
+		}
+		if st == pending {
+			unfinished++
+		}
+	}
+	return resp, unfinished
+}
+
+// dispatch runs the records by queue; a record it does not mark succeeded
+// (failed, skipped behind a failure of its FIFO group, not started before the
+// deadline, unknown queue) is reported as a failure.
+func (h *Handler) dispatch(ctx context.Context, recs []events.SQSMessage, res *results) {
 	type group struct {
-		e       *entry
-		records []*events.SQSMessage
+		e   *entry
+		idx []int
 	}
 	var order []string
 	groups := map[string]*group{}
-	for i := range ev.Records {
-		rec := &ev.Records[i]
-		name := queueName(rec.EventSourceARN)
+	for i := range recs {
+		name := queueName(recs[i].EventSourceARN)
 		g, ok := groups[name]
 		if !ok {
 			g = &group{e: h.routes[name]}
 			groups[name] = g
 			order = append(order, name)
 		}
-		g.records = append(g.records, rec)
+		g.idx = append(g.idx, i)
 	}
 	for _, name := range order {
 		g := groups[name]
 		if g.e == nil {
-			h.log.ErrorContext(ctx, "no route for queue", slog.String("queue", name))
-			for _, r := range g.records {
-				fail(r.MessageId)
-			}
+			h.log.ErrorContext(ctx, "no route for queue", slog.String("queue", name), slog.Int("records", len(g.idx)))
 			continue
 		}
 		if g.e.route.IsFIFO() || strings.HasSuffix(name, ".fifo") {
-			for i, r := range g.records {
-				if !h.run(ctx, g.e, name, r) {
-					for _, rest := range g.records[i:] {
-						fail(rest.MessageId)
-					}
-					break
+			blocked := map[string]bool{} // message groups with a failed record
+			for _, i := range g.idx {
+				r := &recs[i]
+				gid := r.Attributes["MessageGroupId"]
+				if blocked[gid] || ctx.Err() != nil {
+					continue
+				}
+				ok := h.run(ctx, g.e, name, r)
+				res.set(i, ok)
+				if !ok {
+					blocked[gid] = true
 				}
 			}
 			continue
 		}
 		sem := make(chan struct{}, g.e.route.WorkerPoolSize())
 		var wg sync.WaitGroup
-		for _, r := range g.records {
-			sem <- struct{}{}
+	launch:
+		for _, i := range g.idx {
+			if ctx.Err() != nil {
+				break // a free slot must not win over an ended context
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break launch
+			}
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				if !h.run(ctx, g.e, name, r) {
-					fail(r.MessageId)
-				}
+				res.set(i, h.run(ctx, g.e, name, &recs[i]))
 			}()
 		}
 		wg.Wait()
 	}
-	return resp, nil
 }
 
 // scheduled applies the Scheduled Retry model: once the retry schedule or
@@ -249,9 +378,20 @@ func sqsMessage(r *events.SQSMessage) *types.Message {
 	return m
 }
 
-func (h *Handler) run(ctx context.Context, e *entry, queue string, r *events.SQSMessage) bool {
+// run handles one record and reports whether it counts as handled. A panic
+// anywhere in it (the handler, the DLQ observer) fails the record instead
+// of the process: on a standard queue records run on goroutines of their
+// own, where a panic would end the whole invocation and every record of the
+// batch would be redelivered.
+func (h *Handler) run(ctx context.Context, e *entry, queue string, r *events.SQSMessage) (handled bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.logPanic(ctx, "panic while handling a record; record reported as failed", queue, r, p)
+			handled = false
+		}
+	}()
 	m := &message{rec: r, queue: queue}
-	err := e.handler(ctx, m)
+	err := h.call(ctx, e, queue, m)
 	if err == nil && !m.backoffSet {
 		return true
 	}
@@ -277,6 +417,24 @@ func (h *Handler) run(ctx context.Context, e *entry, queue string, r *events.SQS
 		}
 	}
 	return false
+}
+
+// call runs the route's handler, turning a panic into an error wrapping
+// errors.ErrPanic so it is classified, retried and dead-lettered like any
+// other failure.
+func (h *Handler) call(ctx context.Context, e *entry, queue string, m *message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.logPanic(ctx, "handler panicked", queue, m.rec, p)
+			err = merrors.Wrap(merrors.ErrPanic, fmt.Errorf("%v", p))
+		}
+	}()
+	return e.handler(ctx, m)
+}
+
+func (h *Handler) logPanic(ctx context.Context, msg, queue string, r *events.SQSMessage, p any) {
+	h.log.ErrorContext(ctx, msg, slog.String("queue", queue),
+		slog.String("message_id", r.MessageId), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 }
 
 type message struct {

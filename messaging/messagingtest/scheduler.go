@@ -35,6 +35,10 @@ type Scheduler struct {
 	Err error
 }
 
+// MaxScheduleInputBytes is the EventBridge Scheduler limit on a schedule's
+// target input (256 KB) that the fake enforces.
+const MaxScheduleInputBytes = 256 * 1024
+
 // NewScheduler returns a fake delivering through sender.
 func NewScheduler(sender Sender) *Scheduler {
 	return &Scheduler{sender: sender, schedules: map[string]*scheduler.CreateScheduleInput{}, fired: map[string]bool{}}
@@ -58,6 +62,9 @@ func (s *Scheduler) CreateSchedule(ctx context.Context, in *scheduler.CreateSche
 		return nil, &stypes.ValidationException{Message: aws.String("target and role required")}
 	case in.FlexibleTimeWindow == nil:
 		return nil, &stypes.ValidationException{Message: aws.String("FlexibleTimeWindow required")}
+	case len(aws.ToString(in.Target.Input)) > MaxScheduleInputBytes:
+		return nil, &stypes.ValidationException{Message: aws.String(fmt.Sprintf("target input of %d bytes exceeds %d",
+			len(aws.ToString(in.Target.Input)), MaxScheduleInputBytes))}
 	}
 	if _, err := fireTime(in); err != nil {
 		return nil, &stypes.ValidationException{Message: aws.String(err.Error())}

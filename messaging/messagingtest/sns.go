@@ -2,8 +2,7 @@ package messagingtest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,24 +14,55 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// SNS is an in-memory SNS that enforces the publish limits (10 message
-// attributes, 256 KiB per message and per batch, 10 entries per batch,
-// 128-character group and deduplication IDs, deduplication IDs only on FIFO
-// topics) and fans out to SQS queues, with raw delivery (Subscribe) or in the
-// SNS JSON envelope (SubscribeEnvelope).
+// SNS is an in-memory SNS that enforces the publish limits (256 KiB per
+// message and per batch, 10 entries per batch, 128-character group and
+// deduplication IDs, deduplication IDs only on FIFO topics, and on a FIFO
+// topic without content-based deduplication a deduplication ID on every
+// message) and fans out to SQS queues, with raw delivery (Subscribe) or in
+// the SNS JSON envelope (SubscribeEnvelope). Like SNS it accepts any number
+// of message attributes, but drops a message with more than 10 on the way to
+// a raw-delivery SQS subscription (see Dropped).
 type SNS struct {
-	mu     sync.Mutex
-	sqs    *SQS
-	subs   map[string][]subscription // by topic ARN
-	calls  map[string]int
-	nextID int
+	mu           sync.Mutex
+	sqs          *SQS
+	subs         map[string][]subscription // by topic ARN
+	noContentDup map[string]bool           // FIFO topics without content-based deduplication
+	calls        map[string]int
+	nextID       int
+	dropped      int
 	// Reject, when set, makes an entry fail with code "Rejected".
 	Reject func(body string) bool
 }
 
 // NewSNS returns a fake that delivers to sqs (which may be nil).
 func NewSNS(sqs *SQS) *SNS {
-	return &SNS{sqs: sqs, subs: map[string][]subscription{}, calls: map[string]int{}}
+	return &SNS{sqs: sqs, subs: map[string][]subscription{}, noContentDup: map[string]bool{}, calls: map[string]int{}}
+}
+
+// MaxPublishBytes is the SNS message size limit, for one message and for a
+// PublishBatch: 256 KiB (SQS allows 1 MiB since 2025; SNS did not change).
+const MaxPublishBytes = 256 * 1024
+
+// MaxRawDeliveryAttributes is the most message attributes SNS delivers to a
+// raw-delivery SQS subscription; a message with more is discarded for it.
+const MaxRawDeliveryAttributes = 10
+
+// SetContentBasedDeduplication sets a FIFO topic's ContentBasedDeduplication
+// (on by default in the fake, the setting most tests want; SNS's own
+// default is off): without it, a publish without MessageDeduplicationId is
+// refused.
+func (s *SNS) SetContentBasedDeduplication(topicARN string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noContentDup[topicARN] = !on
+}
+
+// Dropped returns how many deliveries to raw-delivery SQS subscriptions SNS
+// discarded because the message had more than 10 attributes.
+func (s *SNS) Dropped() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
 }
 
 type subscription struct {
@@ -82,10 +112,8 @@ func validatePublish(fifo bool, body, group, dedup string, attrs map[string]type
 	switch {
 	case body == "":
 		return fmt.Errorf("empty message")
-	case len(attrs) > MaxMessageAttributes:
-		return fmt.Errorf("number of message attributes [%d] exceeds the allowed maximum [%d]", len(attrs), MaxMessageAttributes)
-	case size > MaxMessageBytes:
-		return fmt.Errorf("message of %d bytes is longer than the limit of %d bytes", size, MaxMessageBytes)
+	case size > MaxPublishBytes:
+		return fmt.Errorf("message of %d bytes is longer than the limit of %d bytes", size, MaxPublishBytes)
 	case len(group) > MaxIDLength:
 		return fmt.Errorf("MessageGroupId of %d characters exceeds %d", len(group), MaxIDLength)
 	case len(dedup) > MaxIDLength:
@@ -110,6 +138,9 @@ func (s *SNS) publish(topic, body, group, dedup string, attrs map[string]types.M
 	if err := validatePublish(fifo, body, group, dedup, attrs); err != nil {
 		return "", err
 	}
+	if fifo && dedup == "" && s.noContentDup[topic] {
+		return "", fmt.Errorf("the topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+	}
 	if s.Reject != nil && s.Reject(body) {
 		return "", fmt.Errorf("rejected")
 	}
@@ -117,6 +148,12 @@ func (s *SNS) publish(topic, body, group, dedup string, attrs map[string]types.M
 	id := fmt.Sprintf("sns-%06d", s.nextID)
 	if s.sqs != nil {
 		for _, sub := range s.subs[topic] {
+			if sub.raw && len(attrs) > MaxRawDeliveryAttributes {
+				// Discarded as a client-side error, as SNS documents: the
+				// publish itself succeeds.
+				s.dropped++
+				continue
+			}
 			s.sqs.mu.Lock()
 			q, err := s.sqs.queue(&sub.url)
 			if err == nil {
@@ -134,7 +171,12 @@ func (s *SNS) publish(topic, body, group, dedup string, attrs map[string]types.M
 						if env.MessageAttributes == nil {
 							env.MessageAttributes = map[string]envelopeAttribute{}
 						}
-						env.MessageAttributes[k] = envelopeAttribute{Type: aws.ToString(v.DataType), Value: aws.ToString(v.StringValue)}
+						value := aws.ToString(v.StringValue)
+						if v.BinaryValue != nil {
+							// The JSON envelope carries binary values in base64.
+							value = base64.StdEncoding.EncodeToString(v.BinaryValue)
+						}
+						env.MessageAttributes[k] = envelopeAttribute{Type: aws.ToString(v.DataType), Value: value}
 					}
 					b, _ := json.Marshal(env)
 					qbody = string(b)
@@ -143,8 +185,7 @@ func (s *SNS) publish(topic, body, group, dedup string, attrs map[string]types.M
 				if q.fifo && qdedup == "" {
 					// A FIFO topic without an explicit ID deduplicates on the
 					// message, not on the envelope that carries a fresh ID.
-					sum := sha256.Sum256([]byte(body))
-					qdedup = hex.EncodeToString(sum[:])
+					qdedup = contentHash(body)
 				}
 				_, err = s.sqs.send(q, qbody, group, qdedup, av, 0)
 			}
@@ -191,7 +232,7 @@ func (s *SNS) PublishBatch(ctx context.Context, in *sns.PublishBatchInput, _ ...
 			total += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 		}
 	}
-	if total > MaxMessageBytes {
+	if total > MaxPublishBytes {
 		return nil, &types.BatchRequestTooLongException{Message: aws.String(fmt.Sprint(total, " bytes"))}
 	}
 	out := &sns.PublishBatchOutput{}

@@ -17,8 +17,11 @@ import (
 )
 
 // SQS is an in-memory SQS. It models visibility timeouts, receipt handles
-// (only the latest is valid), ApproximateReceiveCount, FIFO group locking and
-// deduplication, redrive to a DLQ, and long polling, and counts every call.
+// (on a FIFO queue only the latest is valid; on a standard queue a delete
+// with an earlier one succeeds, as SQS answers), ApproximateReceiveCount,
+// FIFO group locking and the 5-minute deduplication window (explicit IDs, or
+// content-based deduplication when the queue has it), redrive to a DLQ, and
+// long polling, and counts every call. Its clock is injected with SetNow.
 // The zero value is not usable; call NewSQS.
 type SQS struct {
 	mu        sync.Mutex
@@ -38,8 +41,10 @@ type SQS struct {
 type queue struct {
 	name, url, arn string
 	fifo           bool
+	contentDedup   bool // FIFO ContentBasedDeduplication
 	msgs           []*fakeMessage
-	dedup          map[string]bool
+	dedup          map[string]time.Time // deduplication ID -> first accepted
+	receipts       map[string]string    // standard queues: every receipt handle issued -> message ID
 	visibility     int32
 	dlq            *queue
 	maxReceive     int
@@ -76,22 +81,34 @@ func (s *SQS) SetNow(now func() time.Time) {
 }
 
 // AddQueue creates a queue (FIFO if name ends in ".fifo") and returns its URL
-// and ARN.
+// and ARN. A FIFO queue made here has content-based deduplication, the
+// setting most tests want; SetContentBasedDeduplication turns it off, and
+// CreateQueue, like SQS, enables it only when asked.
 func (s *SQS) AddQueue(name string) (url, arn string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.addQueue(name)
+	return s.addQueue(name, true)
 }
 
-func (s *SQS) addQueue(name string) (string, string) {
+// SetContentBasedDeduplication sets a FIFO queue's ContentBasedDeduplication:
+// without it, a send without MessageDeduplicationId is refused.
+func (s *SQS) SetContentBasedDeduplication(url string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues[url].contentDedup = on
+}
+
+func (s *SQS) addQueue(name string, contentDedup bool) (string, string) {
 	if q, ok := s.byName[name]; ok {
 		return q.url, q.arn
 	}
 	q := &queue{
 		name: name, url: "https://sqs.us-east-1.amazonaws.com/000000000000/" + name,
 		arn:  "arn:aws:sqs:us-east-1:000000000000:" + name,
-		fifo: strings.HasSuffix(name, ".fifo"), dedup: map[string]bool{}, visibility: 30,
+		fifo: strings.HasSuffix(name, ".fifo"), dedup: map[string]time.Time{}, receipts: map[string]string{},
+		visibility: 30,
 	}
+	q.contentDedup = q.fifo && contentDedup
 	s.queues[q.url], s.byName[name] = q, q
 	return q.url, q.arn
 }
@@ -186,7 +203,8 @@ func (s *SQS) CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, _ ...fu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.count("CreateQueue")
-	url, _ := s.addQueue(aws.ToString(in.QueueName))
+	url, _ := s.addQueue(aws.ToString(in.QueueName),
+		in.Attributes[string(types.QueueAttributeNameContentBasedDeduplication)] == "true")
 	return &sqs.CreateQueueOutput{QueueUrl: aws.String(url)}, nil
 }
 
@@ -261,6 +279,8 @@ func (s *SQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInpu
 }
 
 // Send enqueues a message directly (test setup; not counted as an API call).
+// On a FIFO queue it deduplicates on the body's SHA-256 whatever the queue's
+// ContentBasedDeduplication.
 func (s *SQS) Send(url, body, groupID string, attrs map[string]string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,20 +292,35 @@ func (s *SQS) Send(url, body, groupID string, attrs map[string]string) (string, 
 	for k, v := range attrs {
 		av[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 	}
-	return s.send(q, body, groupID, "", av, 0)
+	dedup := ""
+	if q.fifo {
+		dedup = contentHash(body)
+	}
+	return s.send(q, body, groupID, dedup, av, 0)
+}
+
+func contentHash(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:])
 }
 
 // SQS limits the fake enforces, as the SQS API reference documents them.
 const (
 	MaxMessageAttributes = 10
-	MaxMessageBytes      = 256 * 1024 // body plus attribute names, types and values
-	MaxIDLength          = 128        // MessageGroupId and MessageDeduplicationId
+	// MaxMessageBytes is the SQS message size limit, body plus attribute
+	// names, types and values, for one message and for a SendMessageBatch:
+	// 1 MiB since AWS raised it in 2025. SNS stays at MaxPublishBytes.
+	MaxMessageBytes      = 1024 * 1024
+	MaxIDLength          = 128 // MessageGroupId and MessageDeduplicationId
 	MaxBatchEntries      = 10
 	MaxVisibilitySeconds = 43200 // 12 h
+	// DeduplicationWindow is how long a FIFO queue (or topic) drops a
+	// message whose deduplication ID it has already accepted.
+	DeduplicationWindow = 5 * time.Minute
 )
 
-// MessageSize is what a message counts toward the 256 KiB limit: the body
-// and each attribute's name, data type and value.
+// MessageSize is what a message counts toward the size limit: the body and
+// each attribute's name, data type and value.
 func MessageSize(body string, attrs map[string]types.MessageAttributeValue) int {
 	n := len(body)
 	for k, v := range attrs {
@@ -332,24 +367,26 @@ func (s *SQS) send(q *queue, body, group, dedup string, attrs map[string]types.M
 	if err := validate(q.fifo, body, group, dedup, attrs, delay); err != nil {
 		return "", err
 	}
+	now := s.now()
 	if q.fifo {
 		if group == "" {
 			return "", fmt.Errorf("MessageGroupId required on FIFO queue %s", q.name)
 		}
 		if dedup == "" {
-			sum := sha256.Sum256([]byte(body))
-			dedup = hex.EncodeToString(sum[:])
+			if !q.contentDedup {
+				return "", fmt.Errorf("the queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			}
+			dedup = contentHash(body)
 		}
 		s.nextID++
-		if q.dedup[dedup] {
+		if first, ok := q.dedup[dedup]; ok && now.Sub(first) < DeduplicationWindow {
 			return "dup-" + strconv.Itoa(s.nextID), nil
 		}
-		q.dedup[dedup] = true
+		q.dedup[dedup] = now
 	} else {
 		s.nextID++
 	}
 	id := fmt.Sprintf("m-%08d", s.nextID)
-	now := s.now()
 	q.msgs = append(q.msgs, &fakeMessage{id: id, body: body, group: group, dedup: dedup, attrs: attrs,
 		visibleAt: now.Add(time.Duration(delay) * time.Second), sentAt: now})
 	s.notify()
@@ -438,6 +475,9 @@ func (s *SQS) receive(q *queue, in *sqs.ReceiveMessageInput) []types.Message {
 		m.receives++
 		m.receivedAt = now
 		m.receipt = m.id + "#" + strconv.Itoa(m.receives)
+		if !q.fifo {
+			q.receipts[m.receipt] = m.id
+		}
 		m.visibleAt = now.Add(time.Duration(vis) * time.Second)
 		attrs := map[string]string{
 			"ApproximateReceiveCount": strconv.Itoa(m.receives),
@@ -485,8 +525,27 @@ func (s *SQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ .
 	return &sqs.DeleteMessageOutput{}, nil
 }
 
+// remove deletes the message of receipt. On a standard queue any receipt
+// handle the queue issued deletes its message, or succeeds with nothing to
+// delete once it is gone, as SQS answers; on a FIFO queue only the latest
+// handle is valid.
 func (s *SQS) remove(q *queue, receipt string) bool {
 	i := s.find(q, receipt)
+	if i < 0 && !q.fifo {
+		id, issued := q.receipts[receipt]
+		if !issued {
+			return false
+		}
+		for j, m := range q.msgs {
+			if m.id == id {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return true
+		}
+	}
 	if i < 0 {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -36,27 +37,43 @@ func TestFakeConformance(t *testing.T) {
 	})
 }
 
+// The fake follows every limit and rule, on a clock the suite moves.
 func TestFakeLimits(t *testing.T) {
 	t.Parallel()
+	clk := messagingtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	fake := messagingtest.NewSQS()
+	fake.SetNow(clk.Now)
+	topics := messagingtest.NewSNS(fake)
 	var n atomic.Int64
 	messagingtest.RunLimitsSuite(t, messagingtest.LimitsHarness{
 		SQS: fake,
-		SNS: messagingtest.NewSNS(fake),
+		SNS: topics,
 		NewQueue: func(_ *testing.T, fifo bool) string {
 			name := fmt.Sprint("limits", n.Add(1))
 			if fifo {
 				name += ".fifo"
 			}
 			url, _ := fake.AddQueue(name)
+			if fifo {
+				fake.SetContentBasedDeduplication(url, false)
+			}
 			return url
 		},
 		NewTopic: func(_ *testing.T, fifo bool) string {
 			name := fmt.Sprint("arn:aws:sns:us-east-1:000000000000:t", n.Add(1))
 			if fifo {
 				name += ".fifo"
+				topics.SetContentBasedDeduplication(name, false)
 			}
 			return name
 		},
+		Subscribe: func(_ *testing.T, topic, url string, raw bool) {
+			if raw {
+				topics.Subscribe(topic, url)
+			} else {
+				topics.SubscribeEnvelope(topic, url)
+			}
+		},
+		Advance: clk.Advance,
 	})
 }

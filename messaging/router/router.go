@@ -246,7 +246,13 @@ func WithVisibilityTimeout(seconds int32) Option {
 }
 
 // WithExtensionLimit sets how many times a running message's visibility is
-// extended (>= 0; default 2).
+// extended (>= 0; default 2). Each extension adds one visibility timeout,
+// never past the 12 h SQS maximum counted from receipt, so math.MaxInt keeps
+// a message hidden for as long as SQS allows. When no extension is left,
+// the consumer cancels the handler's context with cause
+// consumer.ErrVisibilityLapsed a third of the timeout before the
+// visibility ends; a handler still running when it ends runs beside the
+// redelivery of its message.
 func WithExtensionLimit(n int) Option {
 	return func(r *Route) error {
 		if n < 0 {
