@@ -14,22 +14,28 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/internal/cli"
+	"github.com/cairn-go/cairn/internal/httpguard"
 	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/workflow/workflowui"
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-const devUsage = `usage: cairn dev [--addr 127.0.0.1:0] [--db PATH] [--packing 5s]
+const devUsage = `usage: cairn dev [--addr 127.0.0.1:0] [--db PATH] [--packing 5s] [server flags]
   Runs the embedded World with the demo workflows and serves the web UI, and the
   World's RPC and webhook endpoints under /v1/workflow, on one loopback port.
   --db       embedded World file (default $CAIRN_DB, else ./cairn-dev.db)
-  --packing  durable timer of the demo order workflow (default 5s)`
+  --packing  durable timer of the demo order workflow (default 5s)
+Server flags:
+` + serveFlagsUsage
 
 // devOptions configure a dev server.
 type devOptions struct {
 	addr    string
 	db      string
 	packing time.Duration // the demo order's durable timer
+	serve   serveFlags
+	// timeouts of the HTTP server; zero uses httpguard.DefaultTimeouts.
+	timeouts httpguard.Timeouts
 }
 
 // devServer is a running `cairn dev`: the World serving deliveries and the HTTP server.
@@ -75,9 +81,11 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	example, _ := json.Marshal(Order{ID: "ord-1001", Items: []string{"tent", "stove", "lantern"}, AmountCt: 24999})
 	runners := workflow.Use(order)
 	ui, err := workflowui.ClientHandler(client, workflowui.Options{
-		Runners:   runners,
-		Workflows: map[string]json.RawMessage{order.WorkflowName(): example},
-		RPC:       true,
+		Runners:        runners,
+		Workflows:      map[string]json.RawMessage{order.WorkflowName(): example},
+		RPC:            true,
+		TrustedOrigins: o.serve.origins,
+		ShowTokens:     o.serve.showTokens,
 	})
 	if err != nil {
 		ln.Close()
@@ -86,7 +94,13 @@ func startDev(ctx context.Context, o devOptions, prog *cli.Progress) (*devServer
 	}
 	// Requests (server-sent event streams included) end when the server stops.
 	reqCtx, stopReqs := context.WithCancel(context.WithoutCancel(ctx))
-	srv := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}
+	srv, err := newServer(ui, o.serve, o.timeouts, reqCtx)
+	if err != nil {
+		stopReqs()
+		ln.Close()
+		world.Close()
+		return nil, err
+	}
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 2)
 	go func() { done <- client.Serve(serveCtx, runners) }()
@@ -128,6 +142,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "address to listen on")
 	fs.StringVar(&o.db, "db", "", "embedded World file (default $CAIRN_DB, else ./cairn-dev.db)")
 	fs.DurationVar(&o.packing, "packing", o.packing, "durable timer of the demo order workflow")
+	o.serve.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, devUsage)

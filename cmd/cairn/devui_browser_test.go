@@ -141,7 +141,7 @@ func TestDevUIInChromium(t *testing.T) {
 		t.Fatalf("start did not open the run page: %s", loc)
 	}
 
-	hook := `.hook[data-token^="warehouse-"]`
+	hook := `.hook` // the run's one hook, named by its ID: cairn dev hides tokens by default
 	step("see steps progress until the warehouse hook waits",
 		chromedp.WaitVisible(css(`.step[data-status="completed"]`)),
 		chromedp.WaitVisible(css(hook+` button.resume`)),
@@ -149,6 +149,9 @@ func TestDevUIInChromium(t *testing.T) {
 		chromedp.WaitVisible(css(`.stream[data-stream="progress"] pre`)),
 		shot("02-run-waiting-for-hook.png"),
 	)
+	if text := read("read the hook", chromedp.TextContent(css(hook))); strings.Contains(text, "warehouse-") || !strings.Contains(text, "token hidden") {
+		t.Fatalf("the hook card shows %q: want its token hidden by default", text)
+	}
 	if text := read("read the retried attempt", chromedp.TextContent(css(`.step .attempt-error`))); !strings.Contains(text, "attempt 1 failed, retried") || !strings.Contains(text, "card processor timed out") {
 		t.Fatalf("timeline shows the retried attempt as %q", text)
 	}

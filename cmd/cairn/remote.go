@@ -34,7 +34,8 @@ Remote flags: --url URL (default $CAIRN_URL: the deploy/aws api_url output, endi
 const hooksUsage = `usage: cairn hooks list [--run ID] [--json] [remote flags]
        cairn hooks resume <WEBHOOK-URL | TOKEN> [--payload JSON] [remote flags]
 list prints the hooks (of one run) through the RPC endpoint with the URL that
-resumes each (its token where the deployment has no webhook base URL).
+resumes each (its token where the deployment has no webhook base URL). cairn dev
+and cairn ui hide tokens unless started with --show-tokens.
 resume resumes a hook and prints the answer. With a webhook URL
 (<webhook_base_url>/webhooks/<token>) the payload is POSTed to it as is, unsigned
 (the deployment's webhook URL is public; --sign signs it). With a bare token it
@@ -380,6 +381,9 @@ type hookView struct {
 	Status     string          `json:"status"`
 	WebhookURL string          `json:"webhookUrl"`
 	Metadata   json.RawMessage `json:"metadata"`
+	// TokenHidden is set by a server that leaves tokens out of listings
+	// (cairn dev and cairn ui without --show-tokens).
+	TokenHidden bool `json:"tokenHidden"`
 }
 
 func hooksList(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
@@ -436,7 +440,11 @@ func hooksList(ctx context.Context, args []string, stdout io.Writer, getenv func
 	table(stdout, "HOOK ID\tRUN ID\tSTATUS\tRESUME AT", func(add func(...string)) {
 		for _, h := range hooks {
 			at := h.WebhookURL
-			if at == "" {
+			switch {
+			case at != "":
+			case h.TokenHidden:
+				at = "(token hidden by the server; serve with --show-tokens)"
+			default:
 				at = h.Token
 			}
 			add(h.HookID, h.RunID, h.Status, at)

@@ -116,7 +116,8 @@ func TestWalkThroughAgainstALocalStandIn(t *testing.T) {
 
 	creds := aws.Credentials{AccessKeyID: "AKIDWALKTHROUGH", SecretAccessKey: "walk-through-secret"}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/workflow/rpc", requireSigV4(creds, "eu-west-1", worldhttp.RPC(world, worldhttp.Options{})))
+	// Behind IAM, as on AWS, the RPC lists hook tokens (awsworld.RPC sets ShowTokens).
+	mux.Handle("/v1/workflow/rpc", requireSigV4(creds, "eu-west-1", worldhttp.RPC(world, worldhttp.Options{ShowTokens: true})))
 	mux.Handle("/v1/workflow/webhooks/", worldhttp.Webhook(world, worldhttp.Options{}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/internal/cli"
+	"github.com/cairn-go/cairn/internal/httpguard"
 	"github.com/cairn-go/cairn/workflow/workflowui"
 	"github.com/cairn-go/cairn/worlds/worldhttp"
 )
 
-const uiUsage = `usage: cairn ui (--db PATH | --aws [--table T] [--queue-url U] [--region R]) [--addr 127.0.0.1:8080]
+const uiUsage = `usage: cairn ui (--db PATH | --aws [--table T] [--queue-url U] [--region R]) [--addr 127.0.0.1:8080] [server flags]
   Serves the web UI over an existing World whose workers run elsewhere (your
   application, the AWS World's Lambda worker): read runs, cancel them, resume
   hooks, start and re-run runs, which are queued for those workers. The World's
@@ -25,7 +26,9 @@ const uiUsage = `usage: cairn ui (--db PATH | --aws [--table T] [--queue-url U] 
            $WORKFLOW_TABLE) and --queue-url (default $WORKFLOW_QUEUE_URL);
            DYNAMODB_ENDPOINT and SQS_ENDPOINT point at emulators.
   --addr   address to listen on (default 127.0.0.1:8080). The UI has no
-           authentication: keep it on a loopback address.`
+           authentication: keep it on a loopback address.
+Server flags:
+` + serveFlagsUsage
 
 func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return uiWith(ctx, args, stdout, stderr, os.Getenv)
@@ -37,6 +40,8 @@ func uiWith(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	var wf worldFlags
 	wf.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	var sf serveFlags
+	sf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(stderr, "cairn ui:", cli.OneLine(err))
 		fmt.Fprintln(stderr, "run 'cairn ui -h' for usage")
@@ -59,7 +64,7 @@ func uiWith(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		return exitError
 	}
 	defer closeWorld()
-	ui, err := workflowui.Handler(w, workflowui.Options{RPC: true})
+	ui, err := workflowui.Handler(w, workflowui.Options{RPC: true, TrustedOrigins: sf.origins, ShowTokens: sf.showTokens})
 	if err != nil {
 		fmt.Fprintln(stderr, "cairn ui:", cli.OneLine(err))
 		return exitError
@@ -72,7 +77,12 @@ func uiWith(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	// Requests (server-sent event streams included) end when the server stops.
 	reqCtx, stopReqs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopReqs()
-	srv := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}
+	srv, err := newServer(ui, sf, httpguard.Timeouts{}, reqCtx)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "cairn ui:", cli.OneLine(err))
+		return exitError
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()

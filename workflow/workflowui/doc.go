@@ -12,6 +12,21 @@
 // and `cairn ui` over an existing World.
 //
 // The handler does not authenticate: mount it behind your own authentication, or
-// on a loopback address. State-changing requests must be JSON, which a page on
-// another origin cannot send without a CORS preflight the handler never grants.
+// on a loopback address. Pages of other sites open in the same browser are kept
+// out of it: state-changing requests must be JSON (415 otherwise), which a page
+// on another origin cannot send without a CORS preflight the handler never
+// grants, and requests a browser marks as coming from another origin
+// (Sec-Fetch-Site, or Origin against Host) answer 403 unless the origin is one
+// of [Options.TrustedOrigins]. Hook tokens, which resume their hooks, are left
+// out of the run view and its events unless [Options.ShowTokens] is set; the
+// page resumes hooks by their ID.
+//
+// When you serve it yourself, set the http.Server's ReadHeaderTimeout,
+// ReadTimeout, WriteTimeout and IdleTimeout, so a slow client cannot hold a
+// connection open: a stream of server-sent events lifts the read deadline and
+// renews its write deadline for its own connection (http.ResponseController),
+// so the timeouts need no exception for it. On a loopback address, also accept
+// only loopback names in the Host header, or a page whose DNS name rebinds to
+// 127.0.0.1 reads the UI as if it were same-origin. `cairn dev` and `cairn ui`
+// do both.
 package workflowui

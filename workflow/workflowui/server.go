@@ -11,14 +11,16 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/cairn-go/cairn/internal/httpguard"
 	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/worlds"
 	"github.com/cairn-go/cairn/worlds/worldhttp"
@@ -57,13 +59,24 @@ type Options struct {
 	NewRunID func() string
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
+	// TrustedOrigins are origins (scheme://host[:port]) whose pages may change
+	// state through the UI's API and the RPC endpoint from a browser. Pages of
+	// every other origin are refused with 403; the UI's own page is same-origin.
+	TrustedOrigins []string
+	// ShowTokens shows hook tokens, which resume their hooks, in the run view,
+	// its events and the RPC's hook views. By default they are hidden: the UI
+	// resumes hooks by their ID, and anyone who can reach an unauthenticated
+	// UI could otherwise read every token.
+	ShowTokens bool
 }
 
 // ui is the handler Handler returns.
 type ui struct {
-	world worlds.World
-	opts  Options
-	mux   *http.ServeMux
+	world  worlds.World
+	opts   Options
+	mux    *http.ServeMux
+	guard  *httpguard.Writes
+	assets fs.FS
 }
 
 // ClientHandler is [Handler] over the client's World, cancelling runs through the client.
@@ -90,6 +103,12 @@ func Handler(w worlds.World, opts Options) (http.Handler, error) {
 	case opts.PollInterval < 0:
 		return nil, &worlds.ArgumentError{Field: "workflowui: Options.PollInterval", Value: opts.PollInterval, Reason: "must not be negative"}
 	}
+	guard, err := httpguard.NewWrites(opts.TrustedOrigins)
+	if err != nil {
+		var oe *httpguard.OriginError
+		errors.As(err, &oe)
+		return nil, &worlds.ArgumentError{Field: "workflowui: Options.TrustedOrigins", Value: oe.Value, Reason: err.Error()}
+	}
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 500 * time.Millisecond
 	}
@@ -105,10 +124,10 @@ func Handler(w worlds.World, opts Options) (http.Handler, error) {
 			opts.Workflows[name] = nil
 		}
 	}
-	s := &ui{world: w, opts: opts, mux: http.NewServeMux()}
-	files := http.FileServerFS(Assets())
+	s := &ui{world: w, opts: opts, mux: http.NewServeMux(), guard: guard, assets: Assets()}
+	files := http.FileServerFS(s.assets)
 	s.mux.Handle("GET /{$}", files)
-	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
+	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", s.onlyAssets(files)))
 	s.mux.HandleFunc("GET /api/workflows", s.workflows)
 	s.mux.HandleFunc("GET /api/runs", s.listRuns)
 	s.mux.HandleFunc("POST /api/runs", s.startRun)
@@ -122,14 +141,15 @@ func Handler(w worlds.World, opts Options) (http.Handler, error) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
 	})
 	if opts.RPC {
-		s.mux.Handle(worldhttp.DefaultPrefix+"/", worldhttp.Handler(w, worldhttp.Options{NewRunID: opts.NewRunID, Workflows: opts.Runners}))
+		s.mux.Handle(worldhttp.DefaultPrefix+"/", worldhttp.Handler(w, worldhttp.Options{NewRunID: opts.NewRunID, Workflows: opts.Runners,
+			TrustedOrigins: opts.TrustedOrigins, ShowTokens: opts.ShowTokens}))
 	}
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler. Writes to the UI's API must be JSON: a page
-// on another origin cannot send that content type without a CORS preflight, which
-// this handler never grants, so it cannot start, cancel or resume anything.
+// ServeHTTP implements http.Handler. Writes to the UI's API must be JSON and
+// must not come from a page of another origin (Sec-Fetch-Site, Origin): a page
+// open in the same browser cannot start, cancel or resume anything.
 func (s *ui) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "" { // mounted with http.StripPrefix and asked for the prefix itself
 		to := "/"
@@ -145,13 +165,36 @@ func (s *ui) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && strings.HasPrefix(r.URL.Path, "/api/") {
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, errors.New("requests that change state need Content-Type: application/json"))
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		if err := s.guard.Check(r); err != nil {
+			var ref *httpguard.Refusal
+			errors.As(err, &ref)
+			writeError(w, ref.Status, err)
 			return
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// onlyAssets answers 404 for a path that names no embedded file, before the
+// file server sees it: an invalid name (bytes that are not UTF-8, a NUL) would
+// otherwise fail to open with an error the file server answers 500.
+func (s *ui) onlyAssets(files http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		if name == "" {
+			name = "."
+		}
+		if !fs.ValidPath(name) || !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+			http.NotFound(w, r)
+			return
+		}
+		if _, err := fs.Stat(s.assets, name); err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 func randomRunID() string {
@@ -180,8 +223,12 @@ func writeError(w http.ResponseWriter, status int, err error) {
 		status, code = worldhttp.StatusOf(err)
 	case http.StatusBadRequest:
 		code = "invalid_argument"
+	case http.StatusForbidden:
+		code = "forbidden"
 	case http.StatusNotFound:
 		code = "not_found"
+	case http.StatusRequestTimeout:
+		code = "timeout"
 	case http.StatusRequestEntityTooLarge:
 		code = "too_large"
 	case http.StatusUnsupportedMediaType:
@@ -249,7 +296,7 @@ type startRequest struct {
 func (s *ui) startRun(w http.ResponseWriter, r *http.Request) {
 	var req startRequest
 	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, bodyStatus(err), err)
 		return
 	}
 	if req.Workflow == "" {
@@ -284,7 +331,7 @@ func (s *ui) start(ctx context.Context, name string, input json.RawMessage, attr
 type runView struct {
 	Run     worlds.Run          `json:"run"`
 	Steps   []worlds.Step       `json:"steps"`
-	Hooks   []worlds.Hook       `json:"hooks"`
+	Hooks   []hookView          `json:"hooks"`
 	Streams []worlds.StreamInfo `json:"streams"`
 	// Attempts lists each step's attempts by step ID, read from the log, so the
 	// timeline shows the errors of attempts that were retried.
@@ -298,6 +345,13 @@ type runView struct {
 	Webhooks bool `json:"webhooks"`
 	// Links are the run's parent and children and its continue-as-new neighbours.
 	Links workflow.RunLinks `json:"links"`
+}
+
+// hookView is a hook of the run view, its token left out unless
+// Options.ShowTokens is set.
+type hookView struct {
+	worlds.Hook
+	TokenHidden bool `json:"tokenHidden,omitempty"`
 }
 
 // attempt is one attempt of a step.
@@ -356,7 +410,7 @@ func (s *ui) runDetail(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v := runView{Run: run, Steps: []worlds.Step{}, Hooks: []worlds.Hook{}, Streams: []worlds.StreamInfo{}}
+	v := runView{Run: run, Steps: []worlds.Step{}, Hooks: []hookView{}, Streams: []worlds.StreamInfo{}}
 	v.Runnable, v.Webhooks = s.runnable(run.WorkflowName), s.opts.RPC
 	for f := (worlds.ListFilter{Limit: worlds.MaxPageSize}); ; {
 		p, err := s.world.ListSteps(ctx, id, f)
@@ -375,7 +429,13 @@ func (s *ui) runDetail(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		v.Hooks = append(v.Hooks, p.Items...)
+		for _, hk := range p.Items {
+			hv := hookView{Hook: hk}
+			if !s.opts.ShowTokens {
+				hv.Token, hv.TokenHidden = "", true
+			}
+			v.Hooks = append(v.Hooks, hv)
+		}
 		if f.Cursor = p.Cursor; f.Cursor == "" {
 			break
 		}
@@ -406,6 +466,9 @@ func (s *ui) runEvents(w http.ResponseWriter, r *http.Request) {
 	if evs == nil {
 		evs = []worlds.Event{}
 	}
+	if !s.opts.ShowTokens {
+		worldhttp.HideTokens(evs)
+	}
 	writeJSON(w, http.StatusOK, worlds.Page[worlds.Event]{Items: evs})
 }
 
@@ -414,7 +477,7 @@ func (s *ui) cancelRun(w http.ResponseWriter, r *http.Request) {
 		Reason string `json:"reason"`
 	}
 	if err := decodeBody(w, r, &req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, bodyStatus(err), err)
 		return
 	}
 	if req.Reason == "" {
@@ -469,7 +532,7 @@ func (s *ui) resumeHook(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, err)
+		writeError(w, bodyStatus(err), err)
 		return
 	}
 	if err := worlds.ValidateJSON("payload", body); err != nil {
@@ -491,6 +554,21 @@ func (s *ui) resumeHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, rc)
+}
+
+// bodyStatus is the status of a request whose body could not be read or
+// decoded: 413 when too large, 408 when it did not arrive before the server's
+// ReadTimeout, 400 otherwise.
+func bodyStatus(err error) int {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.As(err, &ne) && ne.Timeout():
+		return http.StatusRequestTimeout
+	}
+	return http.StatusBadRequest
 }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {

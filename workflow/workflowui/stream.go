@@ -19,12 +19,24 @@ type chunkEvent struct {
 	Data  []byte `json:"data,omitempty"` // otherwise its bytes (base64 in JSON)
 }
 
+// streamWriteWindow bounds each round of writes of a stream: the time a
+// client that stopped reading keeps its connection.
+const streamWriteWindow = time.Minute
+
 // followStream sends a stream's chunks as server-sent events ("chunk", then
 // "closed" when the stream is closed) from ?from= or Last-Event-ID onwards. It
 // subscribes before reading the backlog when the World can push, and polls
 // otherwise. It ends when the client goes away, the stream closes, or the run has
 // finished without ever writing the stream.
 func (s *ui) followStream(w http.ResponseWriter, r *http.Request) {
+	// A stream outlives the server's ReadTimeout and WriteTimeout. Lift the read
+	// deadline first, before it can pass (the server's background read, which
+	// notices the client leaving, would end the request), and give each round of
+	// writes a deadline of its own, so a client that stops reading is cut off.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(streamWriteWindow)) }
+	extend()
 	ctx, runID, name := r.Context(), r.PathValue("id"), r.PathValue("name")
 	from := 0
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("from")} {
@@ -68,6 +80,7 @@ func (s *ui) followStream(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, ": following stream\n\n")
 	flusher.Flush()
 	for {
+		extend()
 		page, err := s.world.ReadStream(ctx, runID, name, from, 100)
 		switch {
 		case errors.Is(err, worlds.ErrStreamNotFound):

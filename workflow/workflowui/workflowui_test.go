@@ -68,6 +68,12 @@ type pollingWorld struct{ worlds.World }
 // newEnvWith serves the UI over wrap(world) when wrap is not nil.
 func newEnvWith(t *testing.T, wrap func(worlds.World) worlds.World) *env {
 	t.Helper()
+	return newEnvOpts(t, wrap, nil)
+}
+
+// newEnvOpts is newEnvWith with the UI's options changed by opt when it is not nil.
+func newEnvOpts(t *testing.T, wrap func(worlds.World) worlds.World, opt func(*workflowui.Options)) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := local.Open(ctx, local.Config{Path: filepath.Join(t.TempDir(), "dev.db"), PollInterval: 20 * time.Millisecond})
 	if err != nil {
@@ -81,9 +87,13 @@ func newEnvWith(t *testing.T, wrap func(worlds.World) worlds.World) *env {
 	if wrap != nil {
 		shown = wrap(w)
 	}
-	ui, err := workflowui.Handler(shown, workflowui.Options{Client: client, PollInterval: 20 * time.Millisecond, RPC: true,
+	opts := workflowui.Options{Client: client, PollInterval: 20 * time.Millisecond, RPC: true,
 		Runners:   workflow.Use(approval{}),
-		Workflows: map[string]json.RawMessage{"devui.Approval": json.RawMessage(`"ada"`)}})
+		Workflows: map[string]json.RawMessage{"devui.Approval": json.RawMessage(`"ada"`)}}
+	if opt != nil {
+		opt(&opts)
+	}
+	ui, err := workflowui.Handler(shown, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +137,15 @@ func (e *env) call(t *testing.T, method, path, body string, wantStatus int, out 
 	}
 }
 
+type hookView struct {
+	worlds.Hook
+	TokenHidden bool `json:"tokenHidden"`
+}
+
 type runView struct {
 	Run      worlds.Run          `json:"run"`
 	Steps    []worlds.Step       `json:"steps"`
-	Hooks    []worlds.Hook       `json:"hooks"`
+	Hooks    []hookView          `json:"hooks"`
 	Streams  []worlds.StreamInfo `json:"streams"`
 	Runnable bool                `json:"runnable"`
 	Webhooks bool                `json:"webhooks"`
@@ -184,8 +199,8 @@ func TestStartResumeComplete(t *testing.T) {
 	if a := v.Attempts[v.Steps[0].StepID]; len(a) != 1 || a[0].Attempt != 1 || a[0].Outcome != "completed" || a[0].EndedAt == nil {
 		t.Fatalf("attempts of the greet step: %+v", a)
 	}
-	if v.Hooks[0].Token != "approve-ada" {
-		t.Fatalf("hook token %q", v.Hooks[0].Token)
+	if v.Hooks[0].Token != "" || !v.Hooks[0].TokenHidden {
+		t.Fatalf("hook token %q shown (hidden %v) without ShowTokens", v.Hooks[0].Token, v.Hooks[0].TokenHidden)
 	}
 	e.call(t, "POST", "/api/hooks/"+v.Hooks[0].HookID+"/resume", `{"by":"grace"}`, 202, nil)
 	v = e.waitFor(t, id, func(v runView) bool { return v.Run.Status.Terminal() })

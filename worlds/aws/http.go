@@ -15,14 +15,18 @@ import (
 // needs no runners. See package worldhttp for the RPC methods.
 func HTTP(world *World) http.Handler { return HTTPPrefix(world, worldhttp.DefaultPrefix) }
 
-// HTTPPrefix serves the same endpoints under prefix.
+// HTTPPrefix serves the same endpoints under prefix. Hook views carry their
+// tokens and webhook URLs (worldhttp.Options.ShowTokens): the RPC endpoint is
+// meant to be behind IAM, where listing the hooks is how an operator finds the
+// URL to resume one.
 func HTTPPrefix(world *World, prefix string) http.Handler {
-	return worldhttp.Handler(world, worldhttp.Options{Prefix: prefix, NewRunID: world.newID})
+	return worldhttp.Handler(world, worldhttp.Options{Prefix: prefix, NewRunID: world.newID, ShowTokens: true})
 }
 
-// RPC serves only the RPC endpoint, POST /v1/workflow/rpc.
+// RPC serves only the RPC endpoint, POST /v1/workflow/rpc, behind IAM, with
+// hook tokens and webhook URLs in hook views as HTTPPrefix does.
 func RPC(world *World) http.Handler {
-	return worldhttp.RPC(world, worldhttp.Options{NewRunID: world.newID})
+	return worldhttp.RPC(world, worldhttp.Options{NewRunID: world.newID, ShowTokens: true})
 }
 
 // Webhook serves only POST /v1/workflow/webhooks/{token}, authorized by the token

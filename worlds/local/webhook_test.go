@@ -61,7 +61,7 @@ func TestWebhookURLResumesTheHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	mux.Handle("/", worldhttp.Handler(w, worldhttp.Options{}))
+	mux.Handle("/", worldhttp.Handler(w, worldhttp.Options{ShowTokens: true}))
 	if _, err := w.Append(ctx, "r1", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "wf"}, worlds.Event{Type: worlds.EventRunStarted},
 		worlds.Event{Type: worlds.EventHookCreated, CorrelationID: "h1", Token: "tok-1"}); err != nil {
 		t.Fatal(err)

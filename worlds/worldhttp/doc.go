@@ -40,4 +40,37 @@
 //
 // The handlers do not authenticate. Put the RPC endpoint behind IAM or an
 // authorizer; webhooks are authorized by their token alone.
+//
+// # Browsers
+//
+// A server on a developer's machine is reachable by every page open in their
+// browser, so the RPC endpoint refuses what only a page of another site would
+// send: a body that is not Content-Type application/json answers 415 (forms
+// and text/plain are what a page can POST without asking), and a request with
+// Sec-Fetch-Site other than same-origin or none, or, from a browser without
+// Sec-Fetch-Site, an Origin naming another host than Host, answers 403, unless
+// the origin is one of Options.TrustedOrigins. Clients that are not browsers
+// send neither header and are not affected.
+//
+// The webhook endpoint is exempt: third parties call it from their servers
+// with whatever content type they use (forms included) and no browser
+// headers, and its token already authorizes the one thing it does, so a page
+// that knows a token could resume the hook by any other means too.
+//
+// Hook tokens are left out of hooks.list, hooks.get and events.list
+// (tokenHidden is set on hook views) unless Options.ShowTokens is set: behind
+// IAM that is safe, on an unauthenticated server it would hand every hook to
+// whoever can reach it.
+//
+// # Timeouts
+//
+// The handlers bound request bodies (Options.MaxBodyBytes) but not time: set
+// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout on the
+// http.Server that serves them, so a client sending its body slowly cannot
+// hold a connection open. A body that stops arriving before ReadTimeout
+// answers 408. `cairn dev` and `cairn ui` use 10s, 30s, 2m and 2m. When you
+// serve on a loopback address, also check the Host header (accept loopback
+// names only), or a page whose DNS name rebinds to 127.0.0.1 reads from and
+// writes to the server as if it were same-origin; the servers of `cairn dev`
+// and `cairn ui` do.
 package worldhttp

@@ -30,6 +30,7 @@ func FuzzRPC(f *testing.F) {
 			if err != nil {
 				return // not a valid URL: the server would never see it
 			}
+			req.Header.Set("Content-Type", "application/json")
 			h.ServeHTTP(rec, req)
 			if rec.Code >= 500 {
 				t.Fatalf("%s %q: status %d %s", path, body, rec.Code, rec.Body)

@@ -31,7 +31,9 @@ func (shapeRunner) ValidateInput(name string, input json.RawMessage) error {
 func rpcCall(t *testing.T, h http.Handler, body string) (int, worldhttp.ErrorBody) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/workflow/rpc", strings.NewReader(body)))
+	req := httptest.NewRequest(http.MethodPost, "/v1/workflow/rpc", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
 	var eb worldhttp.ErrorBody
 	_ = json.Unmarshal(rec.Body.Bytes(), &eb)
 	return rec.Code, eb

@@ -90,7 +90,7 @@ func (w withURLs) GetHook(_ context.Context, id string) (worlds.Hook, error) {
 // A World that knows its base URL gives hook views their webhook URL.
 func TestHookViewsCarryTheWebhookURL(t *testing.T) {
 	t.Parallel()
-	h := worldhttp.Handler(withURLs{newFake()}, worldhttp.Options{})
+	h := worldhttp.Handler(withURLs{newFake()}, worldhttp.Options{ShowTokens: true})
 	status, out := post(t, h, "/v1/workflow/rpc", `{"method":"hooks.get","params":{"hookId":"h1"}}`)
 	hook, _ := out["result"].(map[string]any)
 	if status != http.StatusOK || hook["webhookUrl"] != "https://hooks.example.com/v1/workflow/webhooks/tok" || hook["hookId"] != "h1" {

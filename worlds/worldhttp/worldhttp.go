@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/cairn-go/cairn/internal/httpguard"
 	"github.com/cairn-go/cairn/worlds"
 )
 
@@ -34,6 +36,30 @@ type Options struct {
 	// does) checks the input's shape before run_created is written. The runners
 	// only validate here; the handler never runs them.
 	Workflows worlds.Runner
+	// TrustedOrigins are origins (scheme://host[:port]) whose pages may call
+	// the RPC endpoint from a browser. Pages of every other origin are refused
+	// with 403, so a page open in a browser on the machine cannot start or
+	// cancel runs. A malformed entry is reported by [Options.Validate]; the
+	// handlers then answer every RPC call 500 rather than guess.
+	TrustedOrigins []string
+	// ShowTokens lists hook tokens, and the webhook URLs that contain them, in
+	// hooks.list, hooks.get and events.list. By default they are left out
+	// (tokenHidden is set instead): a token is the secret that resumes its hook,
+	// and anyone who can reach an unauthenticated server could read them all.
+	// Set it where the RPC endpoint is behind authentication, as the AWS
+	// World's is behind IAM. hooks.resume and webhooks take tokens either way.
+	ShowTokens bool
+}
+
+// Validate reports options the handlers cannot serve with: a malformed
+// TrustedOrigins entry, as an *worlds.ArgumentError naming it.
+func (o Options) Validate() error {
+	if _, err := httpguard.NewWrites(o.TrustedOrigins); err != nil {
+		var oe *httpguard.OriginError
+		errors.As(err, &oe)
+		return &worlds.ArgumentError{Field: "worldhttp: Options.TrustedOrigins", Value: oe.Value, Reason: err.Error()}
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -54,11 +80,20 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+func newRPC(w worlds.World, o Options) *rpcHandler {
+	h := &rpcHandler{w: w, o: o}
+	h.guard, h.guardErr = httpguard.NewWrites(o.TrustedOrigins)
+	if h.guardErr != nil {
+		h.guardErr = o.Validate()
+	}
+	return h
+}
+
 // Handler serves both the RPC and the webhook endpoints.
 func Handler(w worlds.World, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	mux := http.NewServeMux()
-	rpc, hook := &rpcHandler{w: w, o: opts}, &webhookHandler{w: w, o: opts}
+	rpc, hook := newRPC(w, opts), &webhookHandler{w: w, o: opts}
 	mux.Handle(opts.Prefix+"/rpc", rpc)
 	mux.Handle(opts.Prefix+"/webhooks/{token}", hook)
 	mux.HandleFunc("/", notFound)
@@ -69,7 +104,7 @@ func Handler(w worlds.World, opts Options) http.Handler {
 func RPC(w worlds.World, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	mux := http.NewServeMux()
-	mux.Handle(opts.Prefix+"/rpc", &rpcHandler{w: w, o: opts})
+	mux.Handle(opts.Prefix+"/rpc", newRPC(w, opts))
 	mux.HandleFunc("/", notFound)
 	return exactPaths(mux)
 }
@@ -134,6 +169,29 @@ func fail(w http.ResponseWriter, err error) {
 	writeError(w, status, code, err.Error())
 }
 
+// readBody reads a request body of at most max bytes. A body too large answers
+// 413, one the client did not finish sending before the server's ReadTimeout
+// 408, and one cut short otherwise 400; ok is false once it has answered.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err == nil {
+		return body, true
+	}
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		fail(w, err)
+	case errors.As(err, &ne) && ne.Timeout():
+		// The read deadline has passed, but the write deadline has not: the
+		// client can still read why its request ended.
+		writeError(w, http.StatusRequestTimeout, "timeout", "the request body did not arrive in time: "+err.Error())
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_argument", "reading the request body: "+err.Error())
+	}
+	return nil, false
+}
+
 type webhookHandler struct {
 	w worlds.World
 	o Options
@@ -146,9 +204,8 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := r.PathValue("token")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
-	if err != nil {
-		fail(w, err)
+	body, ok := readBody(w, r, h.o.MaxBodyBytes)
+	if !ok {
 		return
 	}
 	payload := json.RawMessage(bytes.TrimSpace(body))
@@ -163,8 +220,10 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 type rpcHandler struct {
-	w worlds.World
-	o Options
+	w        worlds.World
+	o        Options
+	guard    *httpguard.Writes
+	guardErr error // Options.TrustedOrigins is malformed
 }
 
 // Request is the body of an RPC call.
@@ -207,9 +266,18 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the RPC endpoint accepts POST")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
-	if err != nil {
-		fail(w, err)
+	if h.guardErr != nil {
+		writeError(w, http.StatusInternalServerError, "internal", h.guardErr.Error())
+		return
+	}
+	if err := h.guard.Check(r); err != nil {
+		var ref *httpguard.Refusal
+		errors.As(err, &ref)
+		writeError(w, ref.Status, ref.Code, err.Error())
+		return
+	}
+	body, ok := readBody(w, r, h.o.MaxBodyBytes)
+	if !ok {
 		return
 	}
 	var req Request
@@ -275,7 +343,11 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		if err := need(runID); err != nil {
 			return nil, err
 		}
-		return h.w.ListEvents(ctx, p.RunID, worlds.EventFilter{AfterSeq: p.AfterSeq, Limit: p.Limit, Cursor: p.Cursor})
+		page, err := h.w.ListEvents(ctx, p.RunID, worlds.EventFilter{AfterSeq: p.AfterSeq, Limit: p.Limit, Cursor: p.Cursor})
+		if err == nil && !h.o.ShowTokens {
+			HideTokens(page.Items)
+		}
+		return page, err
 	case "steps.list":
 		if err := need(runID); err != nil {
 			return nil, err
@@ -336,15 +408,30 @@ func (h *rpcHandler) start(ctx context.Context, p params) (worlds.Run, error) {
 // webhook URL when the World knows its public base URL ([worlds.WebhookURLs]).
 type HookView struct {
 	worlds.Hook
-	// WebhookURL is where a POST resumes the hook; empty when unknown or the
-	// hook no longer accepts payloads.
+	// WebhookURL is where a POST resumes the hook; empty when unknown, when the
+	// hook no longer accepts payloads, or when the token is hidden.
 	WebhookURL string `json:"webhookUrl,omitempty"`
+	// TokenHidden reports that Token and WebhookURL were left out
+	// (Options.ShowTokens is unset).
+	TokenHidden bool `json:"tokenHidden,omitempty"`
 }
 
 func (h *rpcHandler) hookView(hk worlds.Hook) HookView {
 	v := HookView{Hook: hk}
+	if !h.o.ShowTokens {
+		v.Token, v.TokenHidden = "", true
+		return v
+	}
 	if u, ok := h.w.(worlds.WebhookURLs); ok && hk.Status == worlds.HookActive {
 		v.WebhookURL, _ = u.WebhookURL(hk.Token)
 	}
 	return v
+}
+
+// HideTokens clears the hook tokens of hook_created and hook_conflict events in
+// place, for listings that must not show them.
+func HideTokens(events []worlds.Event) {
+	for i := range events {
+		events[i].Token = ""
+	}
 }

@@ -84,7 +84,9 @@ func (f *fakeWorld) Queue(_ context.Context, in worlds.QueueInput, _ worlds.Queu
 func post(t *testing.T, h http.Handler, path, body string) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
 	var out map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		t.Fatalf("%s: response is not JSON: %q", path, rec.Body.String())

@@ -182,12 +182,13 @@ async function runPage(id) {
     if (!hooks.length) { set(el, `<p class="muted">No hooks.</p>`); return; }
     const typed = {};
     for (const ta of el.querySelectorAll(".hook textarea")) typed[ta.closest(".hook").dataset.hook] = ta.value;
-    set(el, hooks.map(h => `<div class="hook card" data-hook="${esc(h.hookId)}" data-token="${esc(h.token)}">
-      <div class="toolbar"><b class="mono">${esc(h.token)}</b> ${badge(h.status)} <span class="muted">received ${h.received}</span></div>
+    set(el, hooks.map(h => `<div class="hook card" data-hook="${esc(h.hookId)}"${h.tokenHidden ? "" : ` data-token="${esc(h.token)}"`}>
+      <div class="toolbar"><b class="mono">${esc(h.tokenHidden ? h.hookId : h.token)}</b> ${badge(h.status)} <span class="muted">received ${h.received}</span>
+      ${h.tokenHidden ? `<span class="muted token-hidden">token hidden (--show-tokens shows it)</span>` : ""}</div>
       ${h.metadata !== undefined ? `<pre>${esc(pretty(h.metadata))}</pre>` : ""}
       ${h.status === "active" ? `<textarea spellcheck="false" placeholder='JSON payload, e.g. {"ok": true}'></textarea>
       <div class="toolbar"><button class="resume primary">Resume</button>
-      ${webhooks ? `<span class="muted">or <code>curl -X POST ${esc(new URL("v1/workflow/webhooks/" + encodeURIComponent(h.token), document.baseURI).href)} -d '{}'</code></span>` : ""}</div>` : ""}</div>`).join(""));
+      ${webhooks && !h.tokenHidden ? `<span class="muted">or <code>curl -X POST ${esc(new URL("v1/workflow/webhooks/" + encodeURIComponent(h.token), document.baseURI).href)} -d '{}'</code></span>` : ""}</div>` : ""}</div>`).join(""));
     for (const ta of el.querySelectorAll(".hook textarea")) { const v = typed[ta.closest(".hook").dataset.hook]; if (v !== undefined) ta.value = v; }
   }
   function renderStreams(list, r) {
