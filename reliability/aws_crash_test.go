@@ -79,7 +79,7 @@ func TestSIGKILLOnAWSWorld(t *testing.T) {
 		worker:  "TestAWSCrashWorker",
 		env:     []string{"CAIRN_AWS_CRASH_TABLE=" + table, "CAIRN_AWS_CRASH_QUEUE=" + q.url, "CAIRN_AWS_CRASH_ARN=" + q.arn},
 		killAfter: func(rng *rand.Rand) time.Duration {
-			return time.Duration(800+rng.IntN(1200)) * time.Millisecond
+			return time.Duration(rng.IntN(800)) * time.Millisecond
 		},
 	})
 }

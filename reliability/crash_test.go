@@ -109,8 +109,35 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 	crashLoop(t, crashSetup{
 		world: w, runs: 40, kills: 6, effects: effects,
 		worker: "TestCrashWorker", env: []string{"CAIRN_CRASH_DB=" + db},
-		killAfter: func(rng *rand.Rand) time.Duration { return time.Duration(400+rng.IntN(500)) * time.Millisecond },
+		killAfter: func(rng *rand.Rand) time.Duration { return time.Duration(rng.IntN(400)) * time.Millisecond },
 	})
+}
+
+// effectsSize is the effects file's size, 0 when it does not exist yet.
+func effectsSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// awaitEffect waits until the effects file grows past size (a step of the
+// child ran), the child exits (done is left for the caller to read), or ctx
+// ends.
+func awaitEffect(ctx context.Context, path string, size int64, done chan error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for effectsSize(path) <= size {
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-done:
+			done <- err // put the exit back for the caller (done has room for one)
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // crashSetup describes one SIGKILL loop: the World the runs live in, and the
@@ -118,10 +145,10 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 type crashSetup struct {
 	world       worlds.World
 	runs, kills int
-	effects     string   // the file each step execution appends a line to
-	worker      string   // the child's test function
-	env         []string // the child's extra environment
-	killAfter   func(*rand.Rand) time.Duration
+	effects     string                         // the file each step execution appends a line to
+	worker      string                         // the child's test function
+	env         []string                       // the child's extra environment
+	killAfter   func(*rand.Rand) time.Duration // from the child's first step effect to its SIGKILL
 }
 
 // crashLoop starts cs.runs Ledger runs, kills cs.kills worker processes at
@@ -170,6 +197,11 @@ func crashLoop(t *testing.T, cs crashSetup) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		// The kill is timed from the child's first step effect, not from its
+		// start: how long a race-built test binary takes to start and open the
+		// World varies with the machine's load, and a kill that lands before
+		// any step ran proves nothing.
+		awaitEffect(ctx, cs.effects, effectsSize(cs.effects), done)
 		select {
 		case <-time.After(cs.killAfter(rng)):
 			_ = cmd.Process.Kill() // SIGKILL: no cleanup, no deferred code
