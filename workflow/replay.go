@@ -79,6 +79,11 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			}
 		}
 		stored := hist.seq
+		if run.Blocked != nil {
+			// The code failed before; if it gets past that now, say so with its
+			// first write (blockRun drops this when it fails again).
+			head = []worlds.Event{{Type: worlds.EventRunUnblocked}}
+		}
 		if run.Status == worlds.RunPending {
 			head = []worlds.Event{{Type: worlds.EventRunStarted}}
 			hist.run.Status = worlds.RunRunning
