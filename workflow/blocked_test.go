@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,11 +17,11 @@ import (
 var fastBlocked = workflow.BlockedRetry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
 
 // Fragile runs step "a", then hits a nil-map panic while broken, then runs
-// step "b". Its fixed registration is the same workflow (one name) with broken
-// false, as a deploy of fixed code would be.
+// step "b". Clearing broken is the deploy of fixed code: the same workflow (one
+// name) whose next deliveries get past the panic.
 type Fragile struct {
 	c      *counter
-	broken bool
+	broken *atomic.Bool
 }
 
 func (Fragile) WorkflowName() string { return "fragile" }
@@ -30,7 +31,7 @@ func (w Fragile) Run(ctx workflow.Context, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if w.broken {
+	if w.broken != nil && w.broken.Load() {
 		var seen map[string]int
 		seen["a"] = a // assignment to entry in nil map
 	}
@@ -107,8 +108,9 @@ func testPanicBlocksUntilFixed(t *testing.T, newWorld func(*testing.T) worlds.Wo
 	t.Parallel()
 	w := newWorld(t)
 	c := &counter{}
-	cfg := workflow.Config{BlockedRetry: fastBlocked}
-	client, stop := server(t, w, cfg, workflow.Use(Fragile{c: c, broken: true}))
+	broken := new(atomic.Bool)
+	broken.Store(true)
+	client, stop := server(t, w, workflow.Config{BlockedRetry: fastBlocked}, workflow.Use(Fragile{c: c, broken: broken}))
 	run, err := workflow.Start(context.Background(), client, Fragile{}, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +128,6 @@ func testPanicBlocksUntilFixed(t *testing.T, newWorld func(*testing.T) worlds.Wo
 	// same error, recorded once.
 	waitFor(t, func() bool { return c.get("a") == 1 && countEvents(t, w, run.ID(), worlds.EventRunBlocked) == 1 })
 	time.Sleep(3 * fastBlocked.Max)
-	stop()
 	if n := countEvents(t, w, run.ID(), worlds.EventRunBlocked); n != 1 {
 		t.Errorf("%d run_blocked events for one unchanged error, want 1", n)
 	}
@@ -134,8 +135,8 @@ func testPanicBlocksUntilFixed(t *testing.T, newWorld func(*testing.T) worlds.Wo
 		t.Fatalf("after redeliveries of broken code: %+v, %v; want running", view, err)
 	}
 
-	fixed, _ := server(t, w, cfg, workflow.Use(Fragile{c: c}))
-	out, err := workflow.Attach[int](fixed, run.ID()).Result(resultCtx(t))
+	broken.Store(false) // the fixed deploy
+	out, err := workflow.Attach[int](client, run.ID()).Result(resultCtx(t))
 	if err != nil || out != 10 {
 		t.Fatalf("Result after the fix = %d, %v; want 10", out, err)
 	}
@@ -148,6 +149,7 @@ func testPanicBlocksUntilFixed(t *testing.T, newWorld func(*testing.T) worlds.Wo
 	if n := countEvents(t, w, run.ID(), worlds.EventRunUnblocked); n != 1 {
 		t.Errorf("%d run_unblocked events, want 1", n)
 	}
+	stop() // fails the test if a delivery is stuck
 }
 
 // With FailOnCodeError, set per workflow over the Config's default, the panic
@@ -156,7 +158,9 @@ func TestPanicFailsWithFailOnCodeError(t *testing.T) {
 	t.Parallel()
 	w := memworld.New()
 	c := &counter{}
-	client, _ := server(t, w, workflow.Config{}, workflow.Use(Fragile{c: c, broken: true}, workflow.OnCodeError(workflow.FailOnCodeError)))
+	broken := new(atomic.Bool)
+	broken.Store(true)
+	client, _ := server(t, w, workflow.Config{}, workflow.Use(Fragile{c: c, broken: broken}, workflow.OnCodeError(workflow.FailOnCodeError)))
 	run, err := workflow.Start(context.Background(), client, Fragile{}, 4)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,7 +139,7 @@ func TestOperationsFromPlainGoroutineNameTheCall(t *testing.T) {
 // Stuck blocks on its own channel between two steps while stuck is set.
 type Stuck struct {
 	c       *counter
-	stuck   bool
+	stuck   *atomic.Bool
 	release chan struct{}
 }
 
@@ -149,16 +150,16 @@ func (w Stuck) Run(ctx workflow.Context, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if w.stuck {
+	if w.stuck != nil && w.stuck.Load() {
 		<-w.release // the runtime cannot see this wait
 	}
 	return workflow.Step(ctx, "b", func(_ context.Context, n int) (int, error) { w.c.inc("b"); return n * 2, nil }, a)
 }
 
 // Workflow code blocked on its own channel does not hold its delivery: after
-// the deadlock timeout the delivery ends (Serve returns), the run is blocked on
-// a *DeadlockError with the goroutine's stack, and fixed code completes it
-// with each step run once. The stuck goroutine is the code's own: once its
+// the deadlock timeout the delivery records the run as blocked on a
+// *DeadlockError with the goroutine's stack, the same worker then runs fixed
+// code to the run's end with each step run once, and Serve returns. The stuck goroutine is the code's own: once its
 // channel is ready its next workflow operation ends it (goleak checks).
 func testStuckCodeEndsDelivery(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
@@ -166,8 +167,10 @@ func testStuckCodeEndsDelivery(t *testing.T, newWorld func(*testing.T) worlds.Wo
 	c := &counter{}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
+	stuck := new(atomic.Bool)
+	stuck.Store(true)
 	cfg := workflow.Config{DeadlockTimeout: 50 * time.Millisecond, BlockedRetry: fastBlocked}
-	client, stop := server(t, w, cfg, workflow.Use(Stuck{c: c, stuck: true, release: release}))
+	client, stop := server(t, w, cfg, workflow.Use(Stuck{c: c, stuck: stuck, release: release}))
 	run, err := workflow.Start(context.Background(), client, Stuck{}, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -176,14 +179,13 @@ func testStuckCodeEndsDelivery(t *testing.T, newWorld func(*testing.T) worlds.Wo
 	if b.Error.Type != "deadlock" || !strings.Contains(b.Error.Message, "did not yield within 50ms") || !strings.Contains(b.Error.Stack, "Stuck") {
 		t.Fatalf("blocked on %+v; want a deadlock with the stack of Stuck.Run", b)
 	}
-	stop() // fails the test if a delivery is still waiting for the code
-
-	fixed, _ := server(t, w, cfg, workflow.Use(Stuck{c: c}))
-	out, err := workflow.Attach[int](fixed, run.ID()).Result(resultCtx(t))
+	stuck.Store(false) // the fixed deploy
+	out, err := workflow.Attach[int](client, run.ID()).Result(resultCtx(t))
 	if err != nil || out != 10 {
 		t.Fatalf("Result after the fix = %d, %v; want 10", out, err)
 	}
 	if a, bn := c.get("a"), c.get("b"); a != 1 || bn != 1 {
 		t.Errorf("step a ran %d times, b %d times; want each once", a, bn)
 	}
+	stop() // fails the test if a delivery is still waiting for the code
 }
