@@ -85,7 +85,7 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			head = []worlds.Event{{Type: worlds.EventRunUnblocked}}
 		}
 		if run.Status == worlds.RunPending {
-			head = []worlds.Event{{Type: worlds.EventRunStarted}}
+			head = append([]worlds.Event{{Type: worlds.EventRunStarted}}, head...)
 			hist.run.Status = worlds.RunRunning
 			hist.apply([]worlds.Event{{Type: worlds.EventRunStarted, RunID: runID, Seq: hist.seq + 1, CreatedAt: e.clock().UTC()}})
 			ctx = e.obs.RunStarted(ctx, *info)
