@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-go/cairn/internal/testenv"
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
 )
 
@@ -45,7 +46,8 @@ func TestAWSCrashWorker(t *testing.T) {
 	}
 	// Queue delays round up to whole seconds on SQS, so most of a run's time is
 	// spent waiting; longer steps keep the kills landing in them.
-	handler := awsworld.Queue(w, c.Runner(workflow.Use(Ledger{effects: openEffects(t), work: 400 * time.Millisecond})))
+	effects := openEffects(t)
+	handler := awsworld.Queue(w, c.Runner(worlds.Runners(workflow.Use(Ledger{effects: effects, work: 400 * time.Millisecond}), workflow.Use(LongLedger{effects: effects}))))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sq := testenv.SQS(t)

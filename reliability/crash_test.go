@@ -36,7 +36,7 @@ func TestCrashWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = c.Serve(ctx, workflow.Use(Ledger{effects: f}))
+	_ = c.Serve(ctx, workflow.Use(Ledger{effects: f}), workflow.Use(LongLedger{effects: f}))
 }
 
 // openEffects opens the effects file a crash worker appends to.
@@ -83,6 +83,38 @@ func (l Ledger) Run(ctx workflow.Context, n int) (int, error) {
 			return 0, err
 		}
 		if err := workflow.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
+// longSteps is how many steps a LongLedger run posts.
+const longSteps = 50
+
+// LongLedger posts longSteps entries in a row, each step writing
+// "<run>/post-<i>" to the effects file as Ledger's do: one run long enough to
+// be cut by several kills, handed between deliveries and workers on the way.
+type LongLedger struct {
+	effects *os.File
+}
+
+func (l LongLedger) Run(ctx workflow.Context, n int) (int, error) {
+	v := n
+	for i := range longSteps {
+		name := fmt.Sprintf("post-%d", i)
+		var err error
+		v, err = workflow.Step(ctx, name, func(ctx context.Context, v int) (int, error) {
+			info, _ := workflow.InfoFrom(ctx)
+			time.Sleep(10 * time.Millisecond)
+			if l.effects != nil {
+				if _, err := fmt.Fprintf(l.effects, "%s/%s\n", info.RunID, name); err != nil {
+					return 0, err
+				}
+			}
+			return v + 1, nil
+		}, v, workflow.WithMaxAttempts(20))
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -151,7 +183,8 @@ type crashSetup struct {
 	killAfter   func(*rand.Rand) time.Duration // from the child's first step effect to its SIGKILL
 }
 
-// crashLoop starts cs.runs Ledger runs, kills cs.kills worker processes at
+// crashLoop starts cs.runs Ledger runs and one LongLedger run of longSteps
+// steps, kills cs.kills worker processes at
 // seeded random moments, lets a last worker finish, and checks that nothing was
 // lost: every run completed with the right output, each step completed once in
 // a contiguous log, and steps re-executed only where a kill interrupted them.
@@ -166,14 +199,20 @@ func crashLoop(t *testing.T, cs crashSetup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]string, cs.runs)
+	ids := make([]string, cs.runs+1)
+	steps := make([]int, cs.runs+1) // per run: the steps it posts
 	for i := range cs.runs {
 		r, err := workflow.Start(ctx, c, Ledger{}, i*10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids[i] = r.ID()
+		ids[i], steps[i] = r.ID(), 3
 	}
+	long, err := workflow.Start(ctx, c, LongLedger{}, cs.runs*10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids[cs.runs], steps[cs.runs] = long.ID(), longSteps
 	command := func() *exec.Cmd {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+cs.worker+"$", "-test.count=1")
 		cmd.Env = append(append(os.Environ(), "CAIRN_CRASH_EFFECTS="+cs.effects), cs.env...)
@@ -209,7 +248,7 @@ func crashLoop(t *testing.T, cs crashSetup) {
 		case <-done:
 		}
 		after := doneCount()
-		if after < cs.runs {
+		if after < len(ids) {
 			interrupted++ // the kill landed while runs were unfinished
 		}
 		progress = append(progress, after)
@@ -249,7 +288,7 @@ func crashLoop(t *testing.T, cs crashSetup) {
 			dump(t, w, id)
 			t.Fatalf("seed %d: run %s is %s after %d kills", s, id, run.Status, cs.kills)
 		}
-		if want := fmt.Sprint(i*10 + 3); string(run.Output) != want {
+		if want := fmt.Sprint(i*10 + steps[i]); string(run.Output) != want {
 			t.Fatalf("seed %d: run %s output %s, want %s", s, id, run.Output, want)
 		}
 		events, err := worlds.AllEvents(context.Background(), w, id)
@@ -268,8 +307,8 @@ func crashLoop(t *testing.T, cs crashSetup) {
 				completed[ev.CorrelationID]++
 			}
 		}
-		if len(completed) != 3 {
-			t.Fatalf("seed %d: run %s: %d steps completed, want 3", s, id, len(completed))
+		if len(completed) != steps[i] {
+			t.Fatalf("seed %d: run %s: %d steps completed, want %d", s, id, len(completed), steps[i])
 		}
 		for step, n := range completed {
 			if n != 1 {
@@ -287,15 +326,15 @@ func crashLoop(t *testing.T, cs crashSetup) {
 	for sc.Scan() {
 		execs[strings.TrimSpace(sc.Text())]++
 	}
-	if len(execs) != cs.runs*3 {
-		t.Fatalf("seed %d: %d distinct step effects, want %d", s, len(execs), cs.runs*3)
+	if want := cs.runs*3 + longSteps; len(execs) != want {
+		t.Fatalf("seed %d: %d distinct step effects, want %d", s, len(execs), want)
 	}
 	repeated := 0
 	for _, n := range execs {
 		repeated += n - 1
 	}
-	t.Logf("runs=%d kills=%d interrupting=%d lost=0 step effects=%d interrupted attempts re-run=%d effects repeated=%d",
-		cs.runs, cs.kills, interrupted, len(execs), reattempts, repeated)
+	t.Logf("runs=%d (and one of %d steps) kills=%d interrupting=%d lost=0 step effects=%d interrupted attempts re-run=%d effects repeated=%d",
+		cs.runs, longSteps, cs.kills, interrupted, len(execs), reattempts, repeated)
 	if reattempts == 0 {
 		t.Fatalf("seed %d: no kill interrupted a running step; the test proved nothing", s)
 	}

@@ -62,22 +62,13 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	}
 	x := newExecution(e, e.world, buildHistory(run, events), modeCapture, stepID)
 	x.run(withInfo(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName, Replaying: true}), f)
-	if x.kind == outSuspended || x.kind == outExited {
+	if k := x.outcome(); k == outSuspended || k == outExited {
 		// The replay stopped at an unresolved operation before reaching the step; that
 		// cannot happen for code that is deterministic, so let the delivery retry.
 		return fmt.Errorf("workflow: run %s: replay stopped before reaching step %s", runID, stepID)
 	}
-	if x.kind != outCaptured || x.capture == nil {
-		err := x.err
-		if x.kind == outPanicked {
-			err = &PanicError{Value: fmt.Sprint(x.panicVal), Stack: string(x.stack)}
-		}
-		if err == nil {
-			err = &NondeterminismError{RunID: runID, Position: x.pos, Expected: "step " + stepID, Actual: "no such step call"}
-		}
-		ei := errorInfo(err)
-		ei.Fatal = true
-		return e.finish(ctx, Info{RunID: runID, WorkflowName: run.WorkflowName}, run, worlds.Event{Type: worlds.EventRunFailed, Error: ei}, err)
+	if x.outcome() != outCaptured || x.capture == nil {
+		return e.captureFailed(ctx, run, x)
 	}
 	return e.startAttempt(ctx, d, run, step, x.capture)
 }

@@ -294,11 +294,12 @@ func TestCacheDropsCancelledAndIdleRuns(t *testing.T) {
 	}
 }
 
-// A workflow that panics after a cache hit fails the run as it does when replayed.
+// A workflow that panics after a cache hit fails the run (under FailOnCodeError)
+// as it does when replayed.
 func testPanicAfterResume(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	t.Parallel()
 	w := newWorld(t)
-	h := serve(t, w, workflow.Config{}, workflow.Use(Inbox{starts: new(atomic.Int32), panicAt: 2}))
+	h := serve(t, w, workflow.Config{CodeErrors: workflow.FailOnCodeError}, workflow.Use(Inbox{starts: new(atomic.Int32), panicAt: 2}))
 	ctx := resultCtx(t)
 	run, err := workflow.Start(ctx, h.c, Inbox{}, inboxIn{Token: "panic-" + t.Name(), N: 3})
 	if err != nil {

@@ -65,27 +65,46 @@ type Config struct {
 	// run's next delivery in this process resumes where it stopped instead of
 	// replaying the run; on by default. See [CacheConfig] and [CacheEnv].
 	Cache CacheConfig
+	// DeadlockTimeout bounds one turn of workflow code: the time from when a
+	// delivery starts or resumes it (a replay of the whole log included) until
+	// it reaches a workflow operation that waits, or returns. Code that keeps its
+	// goroutine longer (blocked on a channel or a mutex, sleeping, looping) is
+	// given up on with a *[DeadlockError], so a delivery always ends; steps are
+	// not bounded by it. Zero means [DefaultDeadlockTimeout]. It is measured in
+	// real time, not on Clock.
+	DeadlockTimeout time.Duration
+	// CodeErrors says what a failure of workflow code (a panic, nondeterminism,
+	// a deadlock) does to its run: by default ([BlockOnCodeError]) the run
+	// stays running, blocked, and is delivered again with backoff until fixed
+	// code gets past the failure; [FailOnCodeError] fails it at once. A
+	// workflow registered with [OnCodeError] uses its own.
+	CodeErrors CodeErrorPolicy
+	// BlockedRetry is the backoff of a blocked run's deliveries.
+	BlockedRetry BlockedRetry
 }
 
 // engine is the validated runtime configuration.
 type engine struct {
-	world      worlds.World
-	clock      func() time.Time
-	ids        IDGenerator
-	log        *slog.Logger
-	obs        Observer
-	maxPayload int
-	poll       time.Duration
-	queueSteps bool
-	intercept  StepInterceptor
-	cache      *runCache // nil: no run cache
-	steps      *runningSteps
+	world        worlds.World
+	clock        func() time.Time
+	ids          IDGenerator
+	log          *slog.Logger
+	obs          Observer
+	maxPayload   int
+	poll         time.Duration
+	queueSteps   bool
+	intercept    StepInterceptor
+	cache        *runCache // nil: no run cache
+	steps        *runningSteps
+	deadlock     time.Duration // zero: DefaultDeadlockTimeout
+	codeErrors   CodeErrorPolicy
+	blockedRetry BlockedRetry
 }
 
 func newEngine(cfg Config) (*engine, error) {
 	e := &engine{world: cfg.World, clock: cfg.Clock, ids: cfg.IDs, log: cfg.Logger, obs: cfg.Observer,
 		maxPayload: cfg.MaxPayloadBytes, poll: cfg.PollInterval, queueSteps: cfg.QueueSteps, intercept: cfg.StepInterceptor,
-		steps: &runningSteps{}}
+		steps: &runningSteps{}, deadlock: cfg.DeadlockTimeout, codeErrors: cfg.CodeErrors}
 	if e.clock == nil {
 		e.clock = time.Now
 	}
@@ -103,8 +122,17 @@ func newEngine(cfg Config) (*engine, error) {
 		return nil, &ConfigError{Field: "Config.MaxPayloadBytes", Value: cfg.MaxPayloadBytes, Reason: "must not be negative"}
 	case cfg.PollInterval < 0:
 		return nil, &ConfigError{Field: "Config.PollInterval", Value: cfg.PollInterval, Reason: "must not be negative"}
+	case cfg.DeadlockTimeout < 0:
+		return nil, &ConfigError{Field: "Config.DeadlockTimeout", Value: cfg.DeadlockTimeout, Reason: "must not be negative"}
 	}
 	if err := cfg.Cache.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.CodeErrors.validate("Config.CodeErrors"); err != nil {
+		return nil, err
+	}
+	var err error
+	if e.blockedRetry, err = cfg.BlockedRetry.withDefaults(); err != nil {
 		return nil, err
 	}
 	if !cfg.Cache.Disabled && !cacheOffByEnv() {
@@ -235,14 +263,21 @@ func workflowName(w any) string {
 
 // Use registers a workflow: the returned runner executes its deliveries. Combine
 // several with worlds.Runners(workflow.Use(A{}), workflow.Use(B{})).
-func Use[I, O any](w Workflow[I, O]) worlds.Runner {
-	return &runner[I, O]{wf: w, wfName: workflowName(w)}
+func Use[I, O any](w Workflow[I, O], opts ...UseOption) worlds.Runner {
+	r := &runner[I, O]{wf: w, wfName: workflowName(w)}
+	for _, opt := range opts {
+		opt(&r.opts)
+	}
+	return r
 }
 
 type runner[I, O any] struct {
 	wf     Workflow[I, O]
 	wfName string
+	opts   useOptions
 }
+
+func (r *runner[I, O]) codeErrors() *CodeErrorPolicy { return r.opts.codeErrors }
 
 func (r *runner[I, O]) Workflows() []string { return []string{r.wfName} }
 func (r *runner[I, O]) name() string        { return r.wfName }
@@ -265,6 +300,11 @@ func (r *runner[I, O]) Run(ctx context.Context, w worlds.World, d worlds.Deliver
 		return fmt.Errorf("%w: %q delivered to the runner of %q", ErrUnknownWorkflow, d.Input.WorkflowName, r.wfName)
 	}
 	eng := engineFrom(ctx, w)
+	if p := r.opts.codeErrors; p != nil {
+		if err := p.validate("OnCodeError"); err != nil {
+			return fmt.Errorf("workflow %s: %w", r.wfName, err)
+		}
+	}
 	switch d.Input.Kind {
 	case worlds.DeliverWorkflow:
 		return eng.advance(ctx, d, r)

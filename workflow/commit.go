@@ -3,8 +3,8 @@ package workflow
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -133,7 +133,16 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			wctx = carry.rctx
 			evs = append(evs, carry.ev)
 		}
-		switch x.kind {
+		switch x.outcome() {
+		case outHung:
+			if !x.deadlocked() {
+				// The delivery's context ended during the code's turn: record a
+				// carried outcome alone and let the delivery be retried.
+				return fail(x.hung)
+			}
+			c := carry
+			carry = nil
+			return false, e.end(wctx, info, x, head, c)
 		case outNeedClock:
 			// The code asked for the time of the carried outcome: store it now.
 			stored, err := e.world.Append(wctx, runID, append(evs, x.marks...)...)
@@ -257,7 +266,7 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 	var ev worlds.Event
 	var pre []worlds.Event // go before ev in the same write
 	var cause error
-	switch x.kind {
+	switch x.outcome() {
 	case outReturned:
 		if x.hist.cancelSeq > 0 {
 			// The run was asked to stop: whatever its code returned after its
@@ -281,20 +290,18 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 		} else {
 			ev = worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}
 		}
-	case outDiverged:
-		ei := errorInfo(x.err)
-		ei.Fatal = true
-		e.log.ErrorContext(ctx, "workflow diverged from its history", "run_id", info.RunID, "error", x.err)
-		ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: ei}, x.err
-	case outPanicked:
-		perr := &PanicError{Value: fmt.Sprint(x.panicVal), Stack: string(x.stack)}
-		ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: &worlds.ErrorInfo{
-			Message: perr.Error(), Type: "panic", Fatal: true, Stack: perr.Stack}}, perr
 	default:
-		cause = errors.New("workflow: workflow goroutine exited without returning (runtime.Goexit in workflow code?)")
-		ev = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(cause)}
+		// The workflow code failed: it panicked, diverged from the log, did not
+		// yield, or exited its goroutine.
+		var ei *worlds.ErrorInfo
+		cause, ei = x.codeError()
+		if x.policy == BlockOnCodeError {
+			return e.blockRun(ctx, info, x.hist, head, c, cause, ei)
+		}
+		e.log.ErrorContext(ctx, "workflow code failed; the run fails (FailOnCodeError)", "run_id", info.RunID, "error", cause)
+		ev = worlds.Event{Type: worlds.EventRunFailed, Error: ei}
 	}
-	if x.kind == outReturned && x.hist.cancelSeq == 0 {
+	if x.outcome() == outReturned && x.hist.cancelSeq == 0 {
 		// The execution may not have seen a cancel requested meanwhile (a cached
 		// execution, a step run inline): a run asked to stop ends cancelled, so
 		// let a fresh delivery replay it with the request.
@@ -306,8 +313,10 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 		}
 	}
 	// A Version marker the code chose since its last write is not needed by any
-	// replay once the run has ended.
-	tail := append(pre, ev)
+	// replay once the run has ended, but a timer's cancellation is recorded
+	// with the end: the wait must not stay waiting, and its wake-up is withdrawn.
+	cancels := x.cancelMarks()
+	tail := slices.Concat(cancels, pre, []worlds.Event{ev})
 	if c == nil {
 		if len(head) > 0 {
 			// run_started goes first; a rejected end is handled by the replay of a
@@ -332,7 +341,7 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 			return e.queueWorkflow(ctx, info.WorkflowName, info.RunID, time.Time{}, "")
 		}
 		if len(pre) == 0 {
-			return e.finish(ctx, info, x.hist.run, ev, cause)
+			return e.finish(ctx, info, x.hist.run, cancels, ev, cause)
 		}
 		if _, err := e.world.Append(ctx, info.RunID, tail...); err != nil {
 			if errors.Is(err, worlds.ErrGone) {
@@ -368,20 +377,38 @@ func (e *engine) inlineOK(ctx context.Context) bool {
 	return true
 }
 
-// finish appends the terminal event of run.
-func (e *engine) finish(ctx context.Context, info Info, run worlds.Run, ev worlds.Event, cause error) error {
-	if _, err := e.world.Append(ctx, info.RunID, ev); err != nil {
+// finish appends the terminal event of run, after pre (cancelled timers).
+func (e *engine) finish(ctx context.Context, info Info, run worlds.Run, pre []worlds.Event, ev worlds.Event, cause error) error {
+	tail := slices.Concat(pre, []worlds.Event{ev})
+	if _, err := e.world.Append(ctx, info.RunID, tail...); err != nil {
 		if errors.Is(err, worlds.ErrGone) {
 			return nil // cancelled or finished by a concurrent delivery
 		}
 		if ev.Type == worlds.EventRunCompleted && errors.Is(err, worlds.ErrEventInvalid) {
 			// The output could not be stored (too large for this World): fail instead.
 			serr := &SerializationError{What: "workflow output", Err: err}
-			return e.finish(ctx, info, run, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(serr)}, serr)
+			return e.finish(ctx, info, run, pre, worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(serr)}, serr)
 		}
 		return err
 	}
-	return e.ended(ctx, info, run, []worlds.Event{ev}, cause)
+	return e.ended(ctx, info, run, tail, cause)
+}
+
+// cancelMarks returns the cancellations of timers among the marks of an
+// execution that returned, for the run's final write: those of waits in the
+// log (a timer created and cancelled since the last write has no wait, and no
+// wake-up, to cancel).
+func (x *execution) cancelMarks() []worlds.Event {
+	if x.outcome() != outReturned {
+		return nil
+	}
+	var out []worlds.Event
+	for _, m := range x.marks {
+		if m.Type == worlds.EventWaitCompleted && m.Reason == worlds.WaitCancelled && x.hist.byID[m.CorrelationID] != nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ended goes on from the write of tail, which ended run with its last event:
@@ -389,6 +416,7 @@ func (e *engine) finish(ctx context.Context, info Info, run worlds.Run, ev world
 // records the end in the parent of a child run.
 func (e *engine) ended(ctx context.Context, info Info, run worlds.Run, tail []worlds.Event, cause error) error {
 	ev := tail[len(tail)-1]
+	e.cancelWakes(ctx, info.RunID, tail)
 	e.finished(ctx, info, ev, cause)
 	view := endedRun(run, ev)
 	if ev.Type == worlds.EventRunCancelled {

@@ -8,7 +8,9 @@ import (
 // Context is the context workflow code runs with. It carries the values of the
 // delivery that runs the workflow but is never cancelled: a workflow suspends and
 // resumes through the runtime, not through cancellation. Only the runtime creates
-// one; workflow operations called with any other value fail with [ErrNotInWorkflow].
+// one; workflow operations called with any other value fail with [ErrNotInWorkflow],
+// and operations called from a goroutine other than the workflow's own fail
+// with an error matching [ErrNotWorkflowGoroutine].
 type Context interface {
 	context.Context
 	execution() *execution
@@ -109,7 +111,15 @@ func execOf(ctx Context) (*execution, error) {
 		return nil, ErrNotInWorkflow
 	}
 	e := ctx.execution()
-	if e == nil || e.closed.Load() {
+	if e == nil {
+		return nil, ErrNotInWorkflow
+	}
+	// Before the closed check: goroutine IDs are never reused, so a call from a
+	// goroutine the workflow started is named as such even after the run moved on.
+	if err := e.ownerCheck(); err != nil {
+		return nil, err
+	}
+	if e.closed.Load() {
 		return nil, ErrNotInWorkflow
 	}
 	return e, nil

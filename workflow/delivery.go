@@ -59,7 +59,7 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 		if x == nil {
 			var done bool
 			var err error
-			ctx, x, head, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced) && inlined == 0)
+			ctx, x, head, done, err = e.replay(ctx, d, f, &info, round == 0 && inlined == 0, (d.Attempt > 1 || raced || blockedRetry(d)) && inlined == 0)
 			if done {
 				return err
 			}
@@ -82,7 +82,8 @@ func (e *engine) advance(ctx context.Context, d worlds.Delivery, f flow) error {
 func advancing(t worlds.EventType) bool {
 	switch t {
 	case worlds.EventRunCreated, worlds.EventRunStarted, worlds.EventStepCreated, worlds.EventWaitCreated,
-		worlds.EventHookCreated, worlds.EventHookConflict, worlds.EventHookDisposed:
+		worlds.EventHookCreated, worlds.EventHookConflict, worlds.EventHookDisposed,
+		worlds.EventRunBlocked, worlds.EventRunUnblocked:
 		return true
 	}
 	return false

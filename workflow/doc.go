@@ -16,9 +16,34 @@
 // replayed: its workflow is executed from the start, every resolved call returning
 // its logged result. Workflow code must therefore be deterministic: take the time
 // from [Now], random values from [Random], and do all I/O in steps. Code that
-// diverges from its history fails the run, when it is replayed, with an error
+// diverges from its history is reported, when it is replayed, with an error
 // matching [ErrNondeterminism] naming the position, the recorded operation and the
 // one the code asked for.
+//
+// Workflow operations must be called on the workflow's own goroutine: one
+// called from a goroutine the code started fails at once with a
+// *[GoroutineError] naming the call (matching [ErrNotWorkflowGoroutine]); run
+// steps in parallel with [Go]. Each turn of workflow code, from the moment a
+// delivery starts or resumes it until it reaches an operation that waits or
+// returns, is bounded by [Config].DeadlockTimeout (5 s by default): code that
+// blocks on a channel, a mutex or a sleep of its own is given up on with a
+// *[DeadlockError], so a delivery always ends whatever the code does. The
+// goroutine itself is the code's: the runtime cannot stop it, and it ends at
+// its next workflow operation, or stays until its own wait ends.
+//
+// A bug in workflow code does not fail runs for good. When the code panics,
+// diverges from its log, does not yield, or calls runtime.Goexit, the default
+// [CodeErrorPolicy], [BlockOnCodeError], keeps the run running and flags it as
+// blocked: a run_blocked event holds the error and its stack, [worlds.Run].Blocked
+// shows it (as do cairn inspect and the web UI, and [Blocked] turns it into a
+// *[BlockedError]), and the run is delivered again with a backoff that doubles
+// from [Config].BlockedRetry's Initial (1 s) up to its Max (10 min). Nothing
+// the failing code reached is recorded, so deploying code that gets past the
+// failure resumes the run where its log stands, every step run once; its first
+// delivery records run_unblocked. [FailOnCodeError], set for a client with
+// [Config].CodeErrors or for one workflow with [OnCodeError] in [Use], fails
+// the run at once instead. A step's failure, or an error the code returns, is
+// not a code error and ends the run as the code decides.
 //
 // Steps run at least once, with a retry policy (3 attempts with exponential
 // backoff by default). A step that is the only new operation the code reaches runs

@@ -41,6 +41,7 @@ const (
 	outPanicked                     // workflow code panicked
 	outExited                       // the goroutine ended some other way (runtime.Goexit in user code)
 	outNeedClock                    // the code asked for the time of a step outcome not yet stored
+	outHung                         // the delivery gave up waiting for the goroutine (see execution.hung)
 )
 
 // stepCall runs one attempt of a step on its recorded JSON input.
@@ -98,6 +99,8 @@ type execution struct {
 	// cancelSeen: an operation returned the run's cancellation to the code, so
 	// operations it starts afterwards (without WithoutCancel) do not run.
 	cancelSeen bool
+	// policy is what a failure of the workflow code does to the run.
+	policy CodeErrorPolicy
 
 	replaying atomic.Bool
 	closed    atomic.Bool
@@ -105,6 +108,15 @@ type execution struct {
 	parked    chan struct{}
 	resume    chan bool
 	done      chan struct{}
+	// goid is the workflow goroutine's ID, set before the workflow code starts:
+	// operations called from any other goroutine fail (ownerCheck).
+	goid uint64
+	// abandon is closed when the delivery gives up on the workflow goroutine
+	// (giveUp); hung, owned by the delivery goroutine, says why. The workflow
+	// goroutine then ends at its next operation or park, and the delivery reads
+	// none of the fields it writes.
+	abandon chan struct{}
+	hung    error
 
 	kind     outcomeKind
 	output   json.RawMessage
@@ -119,7 +131,7 @@ func newExecution(rt *engine, w worlds.World, hist *history, mode execMode, targ
 	e := &execution{
 		rt: rt, world: w, hist: hist, runID: hist.run.RunID, wfName: hist.run.WorkflowName,
 		mode: mode, target: target, stored: hist.seq,
-		parked: make(chan struct{}), resume: make(chan bool), done: make(chan struct{}),
+		parked: make(chan struct{}), resume: make(chan bool), done: make(chan struct{}), abandon: make(chan struct{}),
 		rng: rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:16]))),
 	}
 	if hist.started != nil {
@@ -144,11 +156,16 @@ func (e *execution) setDeliveryCtx(ctx context.Context) {
 	e.dctx.Store(&c)
 }
 
-// run executes f in its own goroutine and waits for it to return, end or park.
+// run executes f in its own goroutine and waits for it to return, end or park
+// (at most for the deadlock timeout; see waitTurn).
 func (e *execution) run(ctx context.Context, f flow) {
 	e.setDeliveryCtx(ctx)
+	e.policy = e.rt.policyOf(f)
 	wctx := &wfContext{exec: e}
+	started := make(chan struct{})
 	go func() {
+		e.goid = goroutineID()
+		close(started)
 		returned := false
 		defer func() {
 			if !returned {
@@ -180,20 +197,16 @@ func (e *execution) run(ctx context.Context, f flow) {
 				Expected: e.hist.byPos[next].describe(), Actual: "return"}
 		}
 	}()
-	e.wait()
-}
-
-// wait waits for the workflow goroutine to park or end.
-func (e *execution) wait() {
-	select {
-	case <-e.parked:
-	case <-e.done:
-	}
+	<-started
+	e.waitTurn(ctx)
 }
 
 // isParked reports whether the workflow goroutine is parked, waiting to be
 // resumed or aborted. Only the delivery goroutine calls it, between turns.
 func (e *execution) isParked() bool {
+	if e.hung != nil {
+		return false
+	}
 	select {
 	case <-e.done:
 		return false
@@ -208,24 +221,38 @@ func (e *execution) proceed(ctx context.Context) {
 	e.pending = nil
 	e.setDeliveryCtx(ctx)
 	e.resume <- true
-	e.wait()
+	e.waitTurn(ctx)
 }
 
 // abort ends a parked workflow goroutine with [runtime.Goexit] (its deferred
-// functions run) and waits until it has ended. It does nothing to an execution
-// that already ended.
+// functions run) and waits until it has ended, at most for the deadlock
+// timeout: deferred functions that block are the workflow code's, and the
+// goroutine is given up on. It does nothing to an execution that already
+// ended or was given up on.
 func (e *execution) abort() {
-	if e.isParked() {
-		e.resume <- false
-		<-e.done
+	if !e.isParked() {
+		return
+	}
+	e.resume <- false
+	t := time.NewTimer(e.turnTimeout())
+	defer t.Stop()
+	select {
+	case <-e.done:
+	case <-t.C:
+		e.giveUp(&DeadlockError{RunID: e.runID, Timeout: e.turnTimeout(), Stack: goroutineStack(e.goid)})
 	}
 }
 
 // park hands control to the delivery with outcome kind and waits to be resumed;
-// an abort ends the goroutine.
+// an abort ends the goroutine, and so does a delivery that gave up on it.
 func (e *execution) park(kind outcomeKind) {
 	e.kind = kind
-	e.parked <- struct{}{}
+	select {
+	case e.parked <- struct{}{}:
+	case <-e.abandon:
+		e.stopping = true
+		runtime.Goexit()
+	}
 	if !<-e.resume {
 		e.stopping = true
 		runtime.Goexit()
@@ -240,10 +267,17 @@ func (e *execution) stop(kind outcomeKind, err error) {
 	runtime.Goexit()
 }
 
-// enter is called first by every operation.
+// enter is called first by every operation. An operation of an execution its
+// delivery gave up on ends the goroutine: nothing will read what it does.
 func (e *execution) enter() {
 	if e.stopping {
 		runtime.Goexit()
+	}
+	select {
+	case <-e.abandon:
+		e.stopping = true
+		runtime.Goexit()
+	default:
 	}
 }
 
@@ -256,12 +290,14 @@ func (e *execution) next(kind opKind, name string) (int, *record) {
 		if e.mode == modeCapture {
 			// Capture replays only history; an operation the log lacks means the target
 			// was not reached where it should have been.
+			e.stack = debug.Stack()
 			e.stop(outDiverged, &NondeterminismError{RunID: e.runID, Position: e.pos,
 				Expected: "nothing", Actual: actualOf(kind, name)})
 		}
 		return e.pos, nil
 	}
 	if r.kind != kind || (kind == opStep && r.created.StepName != name) {
+		e.stack = debug.Stack() // where the code diverged, for the run's blocked record
 		e.stop(outDiverged, &NondeterminismError{RunID: e.runID, Position: e.pos,
 			Expected: r.describe(), Actual: actualOf(kind, name)})
 	}
@@ -302,7 +338,9 @@ func (e *execution) block() {
 }
 
 // Now returns the workflow's clock: the time of the newest event the code has
-// observed so far, identical on every replay.
+// observed so far, identical on every replay. Called with a context that is not
+// a live workflow's, or from a goroutine that is not the workflow's own, it
+// returns the zero time.
 func Now(ctx Context) time.Time {
 	e, err := execOf(ctx)
 	if err != nil {
@@ -318,7 +356,9 @@ func Now(ctx Context) time.Time {
 }
 
 // Random returns a pseudo-random number in [0, 1), the same sequence on every replay
-// of a run: seeded by the run ID and advanced in call order.
+// of a run: seeded by the run ID and advanced in call order. Called with a
+// context that is not a live workflow's, or from a goroutine that is not the
+// workflow's own, it returns 0 and advances nothing.
 func Random(ctx Context) float64 {
 	e, err := execOf(ctx)
 	if err != nil {

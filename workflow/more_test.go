@@ -66,11 +66,19 @@ func (w Diverging) Run(ctx workflow.Context, _ int) (string, error) {
 	return workflow.Step(ctx, *w.second, func(context.Context, int) (string, error) { return "done", nil }, 0)
 }
 
+// Under FailOnCodeError, code that diverges from its run's log fails the run
+// with the divergence; by default, the run is blocked on it and completes once
+// the code is deterministic again.
 func TestNondeterminism(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ name, changeTo, wantIn string }{
-		{"renamed step", "other", `history has step "second" (step_2), code asked for step "other"`},
-		{"step became sleep", "sleep", `history has step "second" (step_2), code asked for sleep`},
+	cases := []struct {
+		name, changeTo, wantIn string
+		block                  bool
+	}{
+		{"renamed step", "other", `history has step "second" (step_2), code asked for step "other"`, false},
+		{"step became sleep", "sleep", `history has step "second" (step_2), code asked for sleep`, false},
+		{"renamed step blocks", "other", `history has step "second" (step_2), code asked for step "other"`, true},
+		{"step became sleep blocks", "sleep", `history has step "second" (step_2), code asked for sleep`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,14 +86,18 @@ func TestNondeterminism(t *testing.T) {
 			w := memworld.New()
 			name := "second"
 			wf := Diverging{second: &name}
+			policy := workflow.FailOnCodeError
+			if tc.block {
+				policy = workflow.BlockOnCodeError
+			}
 			// Queued steps, so the code can change between the deliveries of one run,
 			// and no run cache, which would resume the first code instead of
 			// replaying the second.
-			c, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true, Cache: workflow.CacheConfig{Disabled: true}})
+			c, err := workflow.NewClient(workflow.Config{World: w, QueueSteps: true, Cache: workflow.CacheConfig{Disabled: true}, BlockedRetry: fastBlocked})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := c.Runner(workflow.Use(wf))
+			r := c.Runner(workflow.Use(wf, workflow.OnCodeError(policy)))
 			run, err := workflow.Start(context.Background(), c, wf, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -98,6 +110,10 @@ func TestNondeterminism(t *testing.T) {
 				w.RunOne(context.Background(), r)
 			}
 			name = tc.changeTo
+			if tc.block {
+				testBlockedThenFixed(t, w, r, run.ID(), tc.wantIn, func() { name = "second" })
+				return
+			}
 			for i := 0; i < 20; i++ {
 				if st, _ := run.Status(context.Background()); st.Terminal() {
 					break

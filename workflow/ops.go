@@ -150,9 +150,9 @@ func (f *Future[O]) Get(ctx Context) (O, error) {
 	if f.err != nil {
 		return zero, f.err
 	}
-	e, err := execOf(ctx)
-	if err != nil || e != f.exec {
-		return zero, ErrNotInWorkflow
+	e, err := execFor(ctx, f.exec)
+	if err != nil {
+		return zero, err
 	}
 	e.enter()
 	for {
@@ -305,9 +305,9 @@ func CreateHook[T any](ctx Context, opts HookOptions) (*Hook[T], error) {
 // Receive waits for the next payload sent to the hook, in arrival order.
 func (h *Hook[T]) Receive(ctx Context) (T, error) {
 	var zero T
-	e, err := execOf(ctx)
-	if err != nil || e != h.exec {
-		return zero, ErrNotInWorkflow
+	e, err := execFor(ctx, h.exec)
+	if err != nil {
+		return zero, err
 	}
 	e.enter()
 	if h.disposed {
@@ -342,9 +342,9 @@ func (h *Hook[T]) Receive(ctx Context) (T, error) {
 // error matching [ErrHookDisposed]. The disposal is recorded with the workflow's
 // next write; hooks still active when the run ends are disposed with it.
 func (h *Hook[T]) Dispose(ctx Context) error {
-	e, err := execOf(ctx)
-	if err != nil || e != h.exec {
-		return ErrNotInWorkflow
+	e, err := execFor(ctx, h.exec)
+	if err != nil {
+		return err
 	}
 	e.enter()
 	if h.disposed {

@@ -79,8 +79,13 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			}
 		}
 		stored := hist.seq
+		if run.Blocked != nil {
+			// The code failed before; if it gets past that now, say so with its
+			// first write (blockRun drops this when it fails again).
+			head = []worlds.Event{{Type: worlds.EventRunUnblocked}}
+		}
 		if run.Status == worlds.RunPending {
-			head = []worlds.Event{{Type: worlds.EventRunStarted}}
+			head = append([]worlds.Event{{Type: worlds.EventRunStarted}}, head...)
 			hist.run.Status = worlds.RunRunning
 			hist.apply([]worlds.Event{{Type: worlds.EventRunStarted, RunID: runID, Seq: hist.seq + 1, CreatedAt: e.clock().UTC()}})
 			ctx = e.obs.RunStarted(ctx, *info)

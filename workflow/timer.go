@@ -106,9 +106,9 @@ func (t *Timer) enter(ctx Context) (*execution, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	e, err := execOf(ctx)
-	if err != nil || e != t.exec {
-		return nil, ErrNotInWorkflow
+	e, err := execFor(ctx, t.exec)
+	if err != nil {
+		return nil, err
 	}
 	e.enter()
 	return e, nil

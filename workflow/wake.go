@@ -77,7 +77,9 @@ func (e *engine) requeuePending(ctx context.Context, h *history, d worlds.Delive
 			continue
 		}
 		switch {
-		case r.kind == opStep && r.attempts == 0:
+		case r.kind == opStep && (r.attempts == 0 || blockedRetry(d)):
+			// (A blocked run's step deliveries were acknowledged unrun while its
+			// code failed; a step delivery is idempotent, so queue them all.)
 			errs = append(errs, e.queueStep(ctx, h.run.WorkflowName, h.run.RunID, r.id, time.Time{}))
 		case r.kind == opStep && d.Attempt > 1 && r.started != nil && r.started.DeliveryID == d.ID:
 			// An earlier run of this very delivery started the attempt inline and

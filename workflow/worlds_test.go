@@ -58,6 +58,10 @@ func TestOnWorlds(t *testing.T) {
 		{"SelectHookBeforeTimeout", testSelectHookBeforeTimeout},
 		{"SelectTimeout", testSelectTimeout},
 		{"SelectSteps", testSelectSteps},
+		{"SelectLoserAtEnd", testSelectLoserAtEnd},
+		{"PanicBlocksUntilFixed", testPanicBlocksUntilFixed},
+		{"StepFromPlainGoroutines", testStepFromPlainGoroutines},
+		{"StuckCodeEndsDelivery", testStuckCodeEndsDelivery},
 		{"CancelIntoCode", testCancelIntoCode},
 		{"CancelRunningStep", testCancelRunningStep},
 	}

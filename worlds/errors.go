@@ -35,6 +35,7 @@ var (
 	ErrStreamNotFound   = kindError("stream not found", ErrNotFound)
 	ErrRunExists        = kindError("run already exists", ErrConflict)
 	ErrRunFinished      = kindError("run already finished", ErrGone)
+	ErrRunNotBlocked    = kindError("run is not blocked", ErrConflict)
 	ErrStepExists       = kindError("step already exists", ErrConflict)
 	ErrStepFinished     = kindError("step already finished", ErrConflict)
 	ErrStepNotRunning   = kindError("step is not running", ErrConflict)

@@ -33,6 +33,15 @@ const (
 	EventWaitCompleted EventType = "wait_completed" // Reason: "" or WaitCancelled
 
 	EventAttributesSet EventType = "attributes_set" // Attributes (merged into the run's attributes)
+
+	// EventRunBlocked records that the run's workflow code failed (a panic, a
+	// divergence from the log, a goroutine that did not yield) while the run
+	// goes on: it stays running, with [Run.Blocked] set, until its code gets
+	// past the failure, after a deploy of fixed code.
+	EventRunBlocked EventType = "run_blocked" // Error (with Stack)
+	// EventRunUnblocked records that the workflow code of a blocked run ran
+	// without failing again; it clears [Run.Blocked].
+	EventRunUnblocked EventType = "run_unblocked" // -
 )
 
 // WaitCancelled is the Reason of a wait_completed that cancels a timer before it is
@@ -47,6 +56,7 @@ var EventTypes = []EventType{
 	EventHookCreated, EventHookConflict, EventHookReceived, EventHookDisposed,
 	EventWaitCreated, EventWaitCompleted,
 	EventAttributesSet,
+	EventRunBlocked, EventRunUnblocked,
 }
 
 // Valid reports whether t is one of [EventTypes].
@@ -62,7 +72,8 @@ func (t EventType) Valid() bool {
 // Correlated reports whether events of type t must carry a correlation ID.
 func (t EventType) Correlated() bool {
 	switch t {
-	case EventRunCreated, EventRunStarted, EventRunCompleted, EventRunFailed, EventRunCancelled, EventAttributesSet:
+	case EventRunCreated, EventRunStarted, EventRunCompleted, EventRunFailed, EventRunCancelled, EventAttributesSet,
+		EventRunBlocked, EventRunUnblocked:
 		return false
 	}
 	return true
@@ -82,7 +93,7 @@ type Event struct {
 	StepName     string            `json:"stepName,omitempty"`     // step_created
 	Input        json.RawMessage   `json:"input,omitempty"`        // run_created, step_created
 	Output       json.RawMessage   `json:"output,omitempty"`       // run_completed, step_completed
-	Error        *ErrorInfo        `json:"error,omitempty"`        // run_failed, step_failed, step_retrying
+	Error        *ErrorInfo        `json:"error,omitempty"`        // run_failed, step_failed, step_retrying, run_blocked
 	Attempt      int               `json:"attempt,omitempty"`      // step_started
 	DeliveryID   string            `json:"deliveryId,omitempty"`   // step_started: the delivery running the attempt inline, if any
 	RetryAt      *time.Time        `json:"retryAt,omitempty"`      // step_retrying
@@ -137,7 +148,7 @@ func (e *Event) Validate() error {
 		if e.WorkflowName == "" {
 			return invalid(e, "workflowName", "required for run_created")
 		}
-	case EventRunFailed, EventStepFailed, EventStepRetrying:
+	case EventRunFailed, EventStepFailed, EventStepRetrying, EventRunBlocked:
 		if e.Error == nil {
 			return invalid(e, "error", "required for "+string(e.Type))
 		}

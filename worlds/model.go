@@ -42,14 +42,28 @@ type Run struct {
 	Error        *ErrorInfo        `json:"error,omitempty"`
 	Attributes   map[string]string `json:"attributes,omitempty"`
 	// CancelReason is the reason given by run_cancelled.
-	CancelReason string     `json:"cancelReason,omitempty"`
-	CreatedAt    time.Time  `json:"createdAt"`
-	StartedAt    *time.Time `json:"startedAt,omitempty"`
-	CompletedAt  *time.Time `json:"completedAt,omitempty"`
-	UpdatedAt    time.Time  `json:"updatedAt"`
+	CancelReason string `json:"cancelReason,omitempty"`
+	// Blocked is set while the run is blocked on an error of its workflow code
+	// (run_blocked), until run_unblocked or the run's end. The run's status
+	// stays running meanwhile.
+	Blocked     *Blocked   `json:"blocked,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	StartedAt   *time.Time `json:"startedAt,omitempty"`
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
 	// EventCount is the number of events in the log; the next event gets Seq EventCount+1.
 	// Appends are guarded by it.
 	EventCount int64 `json:"eventCount"`
+}
+
+// Blocked describes a run blocked on an error of its workflow code.
+type Blocked struct {
+	// Error is the latest failure, with its stack.
+	Error ErrorInfo `json:"error"`
+	// Since is when the run was first blocked, at the first run_blocked after
+	// it was last unblocked; At is the latest run_blocked.
+	Since time.Time `json:"since"`
+	At    time.Time `json:"at"`
 }
 
 // StepStatus is the lifecycle state of a step.

@@ -117,7 +117,7 @@ func Transition(st State, ev Event, now time.Time) (Effect, error) {
 		default:
 			run.Status, run.CancelReason = RunCancelled, ev.Reason
 		}
-		run.CompletedAt = &now
+		run.CompletedAt, run.Blocked = &now, nil
 		for _, h := range st.ActiveHooks {
 			if h.Status != HookActive {
 				continue
@@ -126,6 +126,17 @@ func Transition(st State, ev Event, now time.Time) (Effect, error) {
 			eff.DisposedHooks = append(eff.DisposedHooks, h)
 			eff.ReleaseTokens = append(eff.ReleaseTokens, h.Token)
 		}
+	case EventRunBlocked:
+		b := Blocked{Error: *ev.Error, Since: now, At: now}
+		if run.Blocked != nil {
+			b.Since = run.Blocked.Since
+		}
+		run.Blocked = &b
+	case EventRunUnblocked:
+		if run.Blocked == nil {
+			return Effect{}, rejected(&ev, ErrRunNotBlocked, "")
+		}
+		run.Blocked = nil
 	case EventAttributesSet:
 		if run.Attributes == nil {
 			run.Attributes = map[string]string{}

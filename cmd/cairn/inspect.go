@@ -425,7 +425,11 @@ func printRuns(w io.Writer, runs []worlds.Run) {
 	now := time.Now()
 	table(w, "RUN ID\tWORKFLOW\tSTATUS\tCREATED\tDURATION\tERROR", func(add func(...string)) {
 		for _, r := range runs {
-			add(r.RunID, r.WorkflowName, string(r.Status), stamp(r.CreatedAt), span(r.StartedAt, r.CompletedAt, now), errText(r.Error))
+			status, e := string(r.Status), r.Error
+			if r.Blocked != nil {
+				status, e = status+" (blocked)", &r.Blocked.Error
+			}
+			add(r.RunID, r.WorkflowName, status, stamp(r.CreatedAt), span(r.StartedAt, r.CompletedAt, now), errText(e))
 		}
 	})
 }
@@ -455,10 +459,23 @@ func printRun(w io.Writer, r worlds.Run) {
 	if r.Error != nil {
 		line("Error", cli.OneLine(r.Error))
 	}
+	if b := r.Blocked; b != nil {
+		// The run goes on once code that gets past this error is deployed.
+		line("Blocked", fmt.Sprintf("since %s (last %s): workflow code failed, redelivered with backoff", stamp(b.Since), stamp(b.At)))
+		line("Blocked on", cli.OneLine(&b.Error))
+	}
 	for k, v := range sortedAttrs(r.Attributes) {
 		line("Attribute "+k, v)
 	}
 	tw.Flush()
+	if b := r.Blocked; b != nil && b.Error.Stack != "" {
+		fmt.Fprintf(w, "Blocked stack:\n%s\n", indent(b.Error.Stack))
+	}
+}
+
+// indent prefixes each line of s with two spaces.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
 func printSteps(w io.Writer, steps []worlds.Step) {

@@ -312,17 +312,23 @@ func Attach[O any](e *Env, runID string) *Run[O] { return &Run[O]{env: e, id: ru
 func (r *Run[O]) ID() string { return r.id }
 
 // Result drives the Env until the run ends and returns its output, or the
-// *[workflow.RunError] of a failed or cancelled run. A run that waits for a hook
+// *[workflow.RunError] of a failed or cancelled run. A run blocked on an error
+// of its workflow code (a panic, nondeterminism, a deadlock; see
+// [workflow.CodeErrorPolicy]) returns its *[workflow.BlockedError] at once. A run that waits for a hook
 // with nothing else due returns an error matching [ErrBlocked] naming the tokens
 // of its active hooks: resume one with [Env.ResumeHook] and call Result again.
 func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	var zero O
 	var status worlds.RunStatus
+	var blocked error
 	id := r.id // the run of the chain the run continued as, if it did
 	err := r.env.drive(ctx, func() bool {
 		for {
 			run, err := r.env.world.GetRun(ctx, id)
 			status = run.Status
+			if blocked = workflow.Blocked(run); err == nil && blocked != nil {
+				return true // its code failed: redeliveries would fail the same way
+			}
 			if err != nil || !run.Status.Terminal() || run.Attributes[workflow.AttrContinuedAs] == "" {
 				return err != nil || run.Status.Terminal()
 			}
@@ -331,6 +337,9 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	})
 	if err != nil {
 		return zero, err
+	}
+	if blocked != nil {
+		return zero, blocked
 	}
 	if !status.Terminal() {
 		if _, err := r.env.world.GetRun(ctx, id); err != nil {

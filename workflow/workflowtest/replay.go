@@ -118,7 +118,8 @@ func replay[I, O any](w workflow.Workflow[I, O], history []byte) error {
 	if err != nil {
 		return err
 	}
-	runner := workflow.Use(w)
+	// Code errors fail the replayed run, so they are reported, not retried.
+	runner := workflow.Use(w, workflow.OnCodeError(workflow.FailOnCodeError))
 	name := runner.Workflows()[0]
 	if events[0].WorkflowName != name {
 		return historyErrorf("history is a run of workflow %q, not %q", events[0].WorkflowName, name)

@@ -39,6 +39,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"ConcurrentAppends", s.concurrentAppends},
 		{"Waits", s.waits},
 		{"CancelledWaits", s.cancelledWaits},
+		{"BlockedRuns", s.blockedRuns},
 		{"Hooks", s.hooks},
 		{"Streams", s.streams},
 		{"LiveStreams", s.liveStreams},
@@ -155,6 +156,8 @@ func (s *suite) eventTypes(t *testing.T) {
 		{Type: worlds.EventHookDisposed, CorrelationID: "h1-" + runID},
 		{Type: worlds.EventWaitCreated, CorrelationID: "w1", ResumeAt: &past},
 		{Type: worlds.EventWaitCompleted, CorrelationID: "w1"},
+		{Type: worlds.EventRunBlocked, Error: &worlds.ErrorInfo{Message: "workflow: panic: boom", Type: "panic", Stack: "goroutine 1"}},
+		{Type: worlds.EventRunUnblocked},
 		{Type: worlds.EventRunCompleted, Output: json.RawMessage(`{"done":true}`)},
 	}
 	seen := map[worlds.EventType]bool{}

@@ -74,7 +74,7 @@ async function listPage() {
     set($("#runs"), data.items.length === 0 ? `<p class="muted">No runs yet. Start one above.</p>` :
       `<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th></tr></thead><tbody>` +
       data.items.map(r => `<tr class="row" data-run="${esc(r.runId)}"><td class="mono"><a href="#/runs/${encodeURIComponent(r.runId)}">${esc(r.runId)}</a></td>
-        <td>${esc(r.workflowName)}</td><td>${badge(r.status)}</td><td>${when(r.createdAt)}</td><td>${dur(r.startedAt, r.completedAt)}</td></tr>`).join("") +
+        <td>${esc(r.workflowName)}</td><td>${badge(r.status)}${r.blocked ? ` <span class="badge s-failed" title="${esc(r.blocked.error.message)}">blocked</span>` : ""}</td><td>${when(r.createdAt)}</td><td>${dur(r.startedAt, r.completedAt)}</td></tr>`).join("") +
       `</tbody></table>`);
     for (const tr of app.querySelectorAll("tr.row")) tr.onclick = e => { if (e.target.tagName !== "A") location.hash = "#/runs/" + encodeURIComponent(tr.dataset.run); };
   }
@@ -128,7 +128,7 @@ async function runPage(id) {
   async function refresh() {
     const v = await api("GET", `api/runs/${encodeURIComponent(id)}`);
     const r = v.run;
-    set($("#run-status"), badge(r.status));
+    set($("#run-status"), badge(r.status) + (r.blocked ? ` <span class="badge s-failed">blocked</span>` : ""));
     $("#cancel").disabled = terminal(r.status);
     $("#rerun").disabled = !v.runnable;
     set($("#summary"), [
@@ -136,6 +136,8 @@ async function runPage(id) {
       ["Events", r.eventCount], ["Input", `<pre>${esc(pretty(r.input))}</pre>`],
       r.output !== undefined ? ["Output", `<pre id="run-output">${esc(pretty(r.output))}</pre>`] : null,
       r.error ? ["Error", `<pre class="err">${esc(r.error.message)}${r.error.stack ? "\n\n" + esc(r.error.stack) : ""}</pre>`] : null,
+      // The workflow code failed; the run is retried with backoff and goes on once fixed code is deployed.
+      r.blocked ? ["Blocked", `<div id="run-blocked">since ${when(r.blocked.since)}, last ${when(r.blocked.at)}: workflow code failed; retried until fixed code is deployed</div><pre class="err">${esc(r.blocked.error.message)}${r.blocked.error.stack ? "\n\n" + esc(r.blocked.error.stack) : ""}</pre>`] : null,
       r.attributes ? ["Attributes", `<pre>${esc(pretty(r.attributes))}</pre>`] : null,
       ...links(v.links || {}),
     ].filter(Boolean).map(([k, val]) => `<div>${k}</div><div>${val}</div>`).join(""));
