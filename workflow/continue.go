@@ -88,7 +88,7 @@ func nextRun(run worlds.Run) continuation {
 	gen++
 	attrs := map[string]string{}
 	for k, v := range run.Attributes {
-		if k != AttrContinuedAs && k != "cancel_reason" && !strings.HasPrefix(k, AttrVersionPrefix) {
+		if k != AttrContinuedAs && k != "cancel_reason" && !strings.HasPrefix(k, AttrVersionPrefix) && !resetOnly(k) {
 			attrs[k] = v
 		}
 	}

@@ -82,6 +82,17 @@
 // for whichever of several futures (steps, timers, hook payloads, child runs)
 // resolves first, the same one on every replay.
 //
+// Reset is the way out for a run a bad deploy broke: [Client.Reset] (or the
+// RPC's runs.reset, or `cairn runs reset RUN --to SEQ|last-step`, all through
+// [worlds.ResetRun]) starts a new run from a prefix of the old run's history,
+// up to an event ([ResetToEvent]) or to its last completed step
+// ([ResetToLastStep]). The new run replays the copied steps, timers and hook
+// payloads with the code deployed now, so they are not run again, and goes on
+// live from there; it records [worlds.AttrResetFrom]. An old run still live ends
+// cancelled with [worlds.AttrResetTo] naming the new run, and its hook tokens
+// move to the new run. A point inside a step or timer, at the run's end or out
+// of range is refused with a *[worlds.ResetPointError].
+//
 // Running: [Use] turns a workflow value into a [worlds.Runner]; [Client.Serve] runs
 // a World's deliveries in-process (the embedded World), and [Client.Runner] wraps
 // runners for a World's own worker entry point so they use the client's clock,

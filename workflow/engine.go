@@ -127,7 +127,7 @@ type execution struct {
 }
 
 func newExecution(rt *engine, w worlds.World, hist *history, mode execMode, target string) *execution {
-	seed := sha256.Sum256([]byte(hist.run.RunID))
+	seed := sha256.Sum256([]byte(randomSeed(hist.run)))
 	e := &execution{
 		rt: rt, world: w, hist: hist, runID: hist.run.RunID, wfName: hist.run.WorkflowName,
 		mode: mode, target: target, stored: hist.seq,

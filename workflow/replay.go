@@ -39,6 +39,11 @@ func (e *engine) replay(ctx context.Context, d worlds.Delivery, f flow, info *In
 			}
 			return ctx, nil, nil, true, nil
 		}
+		if worlds.ResetIncomplete(run) {
+			// A reset is still copying the history in: the reset queues the run's
+			// start once it is whole, and that delivery sees what this one would.
+			return ctx, nil, nil, true, nil
+		}
 		events, err := worlds.AllEvents(ctx, e.world, runID)
 		if err != nil {
 			return ctx, nil, nil, true, err

@@ -24,9 +24,16 @@ import (
 )
 
 const runsUsage = `usage: cairn runs start WORKFLOW [--input JSON] [--run-id ID] [remote flags]
-Starts a run through a deployment's RPC endpoint and prints it as JSON.
+       cairn runs reset RUN --to SEQ|last-step [--new-run-id ID] [--reason R] [remote flags]
+start starts a run through a deployment's RPC endpoint and prints it as JSON.
   --input JSON   the run's input (default null)
   --run-id ID    start under this ID; retrying with the same ID and input returns the run
+reset makes a new run from RUN's events up to SEQ (as cairn inspect numbers them),
+or up to its last completed step, and prints the new run; its code replays the
+copied steps instead of running them again. A live RUN ends, linked to the new run.
+  --to SEQ|last-step  where to cut RUN's history
+  --new-run-id ID     the new run's ID; retrying with the same ID finishes and returns it
+  --reason R          RUN's cancel reason when it is still live (default "reset")
 Remote flags: --url URL (default $CAIRN_URL: the deploy/aws api_url output, ending in
   /v1/workflow) --region R (default $AWS_REGION, else the Function URL's region)
   --no-sign (a local server such as cairn dev, which takes unsigned requests)`
@@ -265,8 +272,11 @@ func runsErr(ctx context.Context, args []string, stdout io.Writer, getenv func(s
 		fmt.Fprintln(stdout, runsUsage)
 		return nil
 	}
+	if args[0] == "reset" {
+		return runsReset(ctx, args[1:], stdout, getenv)
+	}
 	if args[0] != "start" {
-		return usageErrorf("unknown subcommand %q: want start", args[0])
+		return usageErrorf("unknown subcommand %q: want start or reset", args[0])
 	}
 	var rf remoteFlags
 	var input, runID string

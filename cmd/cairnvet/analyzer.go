@@ -33,7 +33,8 @@ workflow.Workflow, and the same-package functions they call) is replayed from th
 run's event log, and durable code (functions taking a *durable.Context, such as a
 durable.Func, and the same-package functions they call) is re-run from the top on
 every Lambda invocation, so neither may read the clock, draw random numbers, start
-goroutines, use channels or select, range over maps, or do I/O outside a step.`,
+goroutines, use channels or select, range over maps, print with fmt.Print* or the
+std log package, or do I/O outside a step.`,
 	URL: "https://pkg.go.dev/github.com/cairn-go/cairn/cmd/cairnvet",
 	Run: run,
 }
@@ -75,6 +76,9 @@ type dialect struct {
 	// The reasons that follow "<function> in <code> " in a finding on the clock, a
 	// sleep, a timer, math/rand, crypto/rand and I/O.
 	clock, sleep, timer, random, crypto, io string
+	// print follows "<function> in <code> " in a finding on fmt.Print* and the
+	// std log package, whose output repeats on every replay.
+	print string
 	// The findings on go and select statements, channel sends and receives, and
 	// ranges over a channel.
 	goStmt, selectStmt, send, recv, rangeChan string
@@ -92,6 +96,7 @@ var workflowCode = &dialect{
 	random:     "returns different values on each replay: use workflow.Random",
 	crypto:     "returns different values on each replay: use workflow.Random, or make the value in a step (workflow.Step)",
 	io:         "is I/O that replay repeats and the run's history does not record: do I/O in a step (workflow.Step)",
+	print:      "prints again on every replay: log with slog through workflow.NewLogHandler, which drops records while the workflow replays",
 	goStmt:     "go statement in workflow code: start parallel steps with workflow.Go",
 	selectStmt: "select statement in workflow code: wait for the first of several futures with workflow.Select",
 	send:       "channel send in workflow code: pass results through steps (workflow.Go and Future.Get) or workflow.Select",
@@ -111,6 +116,7 @@ var durableCode = &dialect{
 	random:     "returns different values on each replay: do it in a durable.Step",
 	crypto:     "returns different values on each replay: do it in a durable.Step",
 	io:         "is I/O that replay repeats and no checkpoint records: do I/O in a durable.Step",
+	print:      "prints again on every replay: log with dc.Logger(), which drops records while the function replays",
 	goStmt:     "go statement in durable code: run branches concurrently with durable.Parallel or durable.Map",
 	selectStmt: "select statement in durable code: race branches with durable.Parallel and BatchOptions.MinSuccessful",
 	send:       "channel send in durable code: return results from durable.Parallel or durable.Map branches",
@@ -415,7 +421,7 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 	info := c.pass.TypesInfo
 	var callees []*ast.FuncDecl
 	seen := map[*ast.Ident]bool{}
-	calledLits := map[*ast.FuncLit]bool{}
+	calledLits := c.calledVarLits(w.body)
 	report := func(n ast.Node, format string, args ...any) {
 		pos := c.pass.Fset.Position(n.Pos())
 		pos.Column, pos.Offset = 0, 0
@@ -463,6 +469,9 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 			if lit, ok := ast.Unparen(n.Fun).(*ast.FuncLit); ok {
 				calledLits[lit] = true
 			}
+			if msg := printCall(info, n, w.d); msg != "" {
+				report(n, "%s", msg)
+			}
 			if fn := typeutil.StaticCallee(info, n); fn != nil && fn.Pkg() == c.pass.Pkg {
 				if d := c.decls[fn.Origin()]; d != nil {
 					callees = append(callees, d)
@@ -482,6 +491,109 @@ func (c *checker) walk(w work) []*ast.FuncDecl {
 		return true
 	})
 	return callees
+}
+
+// calledVarLits returns the function literals that body stores in a local
+// variable and then calls through it (stamp := func(...) {...}; stamp(ctx, in)):
+// they run in the checked code, whatever their shape. A call made inside a step
+// or another root does not count: that code is not the checked code.
+func (c *checker) calledVarLits(body *ast.BlockStmt) map[*ast.FuncLit]bool {
+	info := c.pass.TypesInfo
+	lits := map[types.Object][]*ast.FuncLit{}
+	called := map[types.Object]bool{}
+	bind := func(lhs ast.Expr, rhs ast.Expr) {
+		id, ok := ast.Unparen(lhs).(*ast.Ident)
+		lit, isLit := ast.Unparen(rhs).(*ast.FuncLit)
+		if !ok || !isLit {
+			return
+		}
+		obj := info.Defs[id]
+		if obj == nil {
+			obj = info.Uses[id]
+		}
+		if v, ok := obj.(*types.Var); ok && !v.IsField() {
+			lits[v] = append(lits[v], lit)
+		}
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return !c.steps[n] && !c.rootLits[n]
+		case *ast.AssignStmt:
+			if len(n.Lhs) == len(n.Rhs) {
+				for i := range n.Lhs {
+					bind(n.Lhs[i], n.Rhs[i])
+				}
+			}
+		case *ast.ValueSpec:
+			if len(n.Names) == len(n.Values) {
+				for i := range n.Names {
+					bind(n.Names[i], n.Values[i])
+				}
+			}
+		case *ast.CallExpr:
+			if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok {
+				if v, ok := info.Uses[id].(*types.Var); ok {
+					called[v] = true
+				}
+			}
+		}
+		return true
+	})
+	out := map[*ast.FuncLit]bool{}
+	for v, ls := range lits {
+		if called[v] {
+			for _, l := range ls {
+				out[l] = true
+			}
+		}
+	}
+	return out
+}
+
+// logOutputs are the functions of package log, and methods of *log.Logger, that
+// write a record.
+var logOutputs = map[string]bool{
+	"Print": true, "Printf": true, "Println": true, "Fatal": true, "Fatalf": true, "Fatalln": true,
+	"Panic": true, "Panicf": true, "Panicln": true, "Output": true,
+}
+
+// printCall returns the finding for a call of call that prints in d's code, or
+// "": fmt.Print, Printf and Println, fmt.Fprint* to os.Stdout or os.Stderr, and
+// the output functions of the std log package and its loggers. A print into a
+// buffer or a string is deterministic and not reported.
+func printCall(info *types.Info, call *ast.CallExpr, d *dialect) string {
+	fn := typeutil.StaticCallee(info, call)
+	if fn == nil || fn.Pkg() == nil {
+		return ""
+	}
+	use := fn.FullName() + " in " + d.code + " " + d.print
+	switch fn.Pkg().Path() {
+	case "fmt":
+		switch fn.Name() {
+		case "Print", "Printf", "Println":
+			return use
+		case "Fprint", "Fprintf", "Fprintln":
+			if len(call.Args) > 0 && isStdStream(info, call.Args[0]) {
+				return use
+			}
+		}
+	case "log":
+		if logOutputs[fn.Name()] {
+			return use
+		}
+	}
+	return ""
+}
+
+// isStdStream reports whether e is os.Stdout or os.Stderr.
+func isStdStream(info *types.Info, e ast.Expr) bool {
+	sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	v, ok := info.Uses[sel.Sel].(*types.Var)
+	return ok && v.Pkg() != nil && v.Pkg().Path() == "os" && (v.Name() == "Stdout" || v.Name() == "Stderr")
 }
 
 // forbiddenUse returns the finding for a use of id in d's code, or "".

@@ -23,7 +23,9 @@
 // workflow.Step or workflow.Go: a function literal, a named function or a method
 // value) is not workflow code, and neither is a function literal of a step's shape,
 // func(context.Context, I) (O, error), wherever it is written (a step factory, a
-// table of steps) unless workflow code calls it on the spot.
+// table of steps) unless workflow code calls it: on the spot, or through a local
+// variable it was stored in (stamp := func(ctx context.Context, s string) (string,
+// error) {...}; stamp(ctx, in)), which makes its body workflow code.
 //
 // Durable code is found the same way from every function, method or function
 // literal with a parameter of type *durable.Context, in any position: a
@@ -49,14 +51,19 @@
 //     for example with slices.Sorted(maps.Keys(m)));
 //   - functions and methods of os, net, net/http, io and io/ioutil (do I/O in a step,
 //     workflow.Step), except a few pure ones such as os.IsNotExist, net.ParseIP,
-//     http.StatusText and the methods of http.Header.
+//     http.StatusText and the methods of http.Header;
+//   - fmt.Print, fmt.Printf and fmt.Println, fmt.Fprint* to os.Stdout or os.Stderr,
+//     and the output functions of the std log package and of *log.Logger: they
+//     print again on every replay (log with slog through workflow.NewLogHandler,
+//     which drops records while the workflow replays).
 //
 // In durable code it reports the same, naming what package durable offers instead.
 // Package durable has no replay-safe clock or random source, so the clock,
 // math/rand, math/rand/v2 and crypto/rand go in a durable.Step, whose result is
 // checkpointed; time.Sleep and the timers become dc.Wait; go statements, select
 // statements and channels become durable.Parallel or durable.Map (an answer from
-// outside, durable.WaitForCallback); I/O goes in a durable.Step.
+// outside, durable.WaitForCallback); I/O goes in a durable.Step; printing goes
+// through dc.Logger().
 //
 // A finding in a function reached through calls names the workflow or durable
 // function it was reached from. To accept one, put a directive with a reason on the

@@ -7,7 +7,11 @@
 // moves 30 days on. [Stub] replaces a step by name, [Env.Calls] lists the attempts
 // of a step (stubbed or real), [Env.ResumeHook] sends a payload to a hook, and
 // [Run.Ops] lists what a run recorded: its steps with inputs, outputs and attempts,
-// its sleeps and its hooks, in call order.
+// its sleeps and its hooks, in call order. [StubChild] replaces a child workflow
+// the way Stub replaces a step. [Env.At] runs a callback when the virtual clock
+// reaches a time, before anything due later, so a hook payload can arrive while a
+// timer is pending; [Env.RunDue] runs only what is due now, without moving the
+// clock, and [Env.Advance] moves it.
 //
 // [Replay] re-executes workflow code against a history exactly as
 // `cairn inspect events <run ID> --json --all` prints it, without running any

@@ -62,6 +62,14 @@ type Env struct {
 	stubs   map[string]workflow.StepFunc
 	calls   []Call
 	runners map[string]worlds.Runner
+	// later are the callbacks registered with At, in registration order.
+	later []delayed
+}
+
+// delayed is a callback of [Env.At].
+type delayed struct {
+	at time.Time
+	f  func()
 }
 
 // New returns an empty Env.
@@ -231,14 +239,85 @@ func (e *Env) ResumeHook(ctx context.Context, token string, payload any) error {
 }
 
 // Settle runs every delivery that is due, jumping the virtual clock to the next
-// due delivery whenever nothing is due now, until nothing is queued at all: every
-// run has ended or waits for a hook.
+// due delivery (or [Env.At] callback) whenever nothing is due now, until nothing
+// is queued and no callback is left: every run has ended or waits for a hook.
 func (e *Env) Settle(ctx context.Context) error {
-	return e.drive(ctx, nil)
+	return e.drive(ctx, nil, false)
+}
+
+// At registers f to run once when the virtual clock reaches [Env.StartTime]
+// plus d, like Temporal's RegisterDelayedCallback: the calls that drive runs
+// ([Run.Result], [Env.Settle], [Env.RunDue]) run it between deliveries, on the
+// test's goroutine, before any delivery due later. Driving jumps the clock to a
+// callback as it does to a due delivery, so f can resume a hook
+// ([Env.ResumeHook]) while a timer of the run is still pending, or cancel a run
+// part way through a sleep. A time already passed runs f at the next drive.
+func (e *Env) At(d time.Duration, f func()) {
+	if f == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.later = append(e.later, delayed{at: e.start.Add(d), f: f})
+}
+
+// RunDue runs every delivery and [Env.At] callback due at the current virtual
+// time, and what they make due at once (a step queued by a delivery, the
+// delivery a resumed hook queues), without moving the clock: a step through a
+// test in which each call shows the state at one instant. Use [Env.Advance] to
+// move time on.
+func (e *Env) RunDue(ctx context.Context) error {
+	return e.drive(ctx, nil, true)
+}
+
+// runCallbacks runs the callbacks due now, earliest first, and reports whether
+// it ran any.
+func (e *Env) runCallbacks() bool {
+	ran := false
+	for {
+		e.mu.Lock()
+		i := -1
+		for j, c := range e.later {
+			if !c.at.After(e.now) && (i < 0 || c.at.Before(e.later[i].at)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			e.mu.Unlock()
+			return ran
+		}
+		c := e.later[i]
+		e.later = slices.Delete(e.later, i, i+1)
+		e.mu.Unlock()
+		c.f() // unlocked: f calls back into the Env
+		ran = true
+	}
+}
+
+// nextDue returns the earliest time a queued delivery or a callback is due.
+func (e *Env) nextDue() (time.Time, bool) {
+	var next time.Time
+	ok := false
+	consider := func(t time.Time) {
+		if !ok || t.Before(next) {
+			next, ok = t, true
+		}
+	}
+	for _, d := range e.world.Queued() {
+		consider(d.DueAt)
+	}
+	e.mu.Lock()
+	for _, c := range e.later {
+		consider(c.at)
+	}
+	e.mu.Unlock()
+	return next, ok
 }
 
 // drive runs deliveries until done reports true or the queue is empty.
-func (e *Env) drive(ctx context.Context, done func() bool) error {
+//
+// With nowOnly it never moves the clock: it returns once nothing is due now.
+func (e *Env) drive(ctx context.Context, done func() bool, nowOnly bool) error {
 	var last []error
 	for ran := 0; ran < MaxDeliveries; {
 		if err := ctx.Err(); err != nil {
@@ -246,6 +325,9 @@ func (e *Env) drive(ctx context.Context, done func() bool) error {
 		}
 		if done != nil && done() {
 			return nil
+		}
+		if e.runCallbacks() {
+			continue
 		}
 		n, errs := e.world.RunOne(ctx, (*envRunner)(e))
 		if len(errs) > 0 {
@@ -255,15 +337,12 @@ func (e *Env) drive(ctx context.Context, done func() bool) error {
 			ran += n
 			continue
 		}
-		queued := e.world.Queued()
-		if len(queued) == 0 {
+		if nowOnly {
 			return nil
 		}
-		next := queued[0].DueAt
-		for _, d := range queued[1:] {
-			if d.DueAt.Before(next) {
-				next = d.DueAt
-			}
+		next, ok := e.nextDue()
+		if !ok {
+			return nil
 		}
 		e.mu.Lock()
 		if next.After(e.now) {
@@ -316,7 +395,8 @@ func (r *Run[O]) ID() string { return r.id }
 // of its workflow code (a panic, nondeterminism, a deadlock; see
 // [workflow.CodeErrorPolicy]) returns its *[workflow.BlockedError] at once. A run that waits for a hook
 // with nothing else due returns an error matching [ErrBlocked] naming the tokens
-// of its active hooks: resume one with [Env.ResumeHook] and call Result again.
+// of the active hooks of the run and of its descendants (the child runs it
+// waits for): resume one with [Env.ResumeHook] and call Result again.
 func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	var zero O
 	var status worlds.RunStatus
@@ -334,7 +414,7 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 			}
 			id = run.Attributes[workflow.AttrContinuedAs]
 		}
-	})
+	}, false)
 	if err != nil {
 		return zero, err
 	}
@@ -345,17 +425,46 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 		if _, err := r.env.world.GetRun(ctx, id); err != nil {
 			return zero, err // no such run
 		}
-		var tokens []string
-		if hooks, err := r.env.world.ListHooks(ctx, worlds.HookFilter{RunID: id}); err == nil {
+		tokens := r.env.activeTokens(ctx, id)
+		return zero, fmt.Errorf("%w: run %s is %s; active hook tokens: [%s]", ErrBlocked, id, status, strings.Join(tokens, " "))
+	}
+	return workflow.Attach[O](r.env.client, r.id).Result(ctx)
+}
+
+// activeTokens returns the quoted tokens of the active hooks of run id and of
+// its descendants (child runs, their children, ...): a run blocked on a child
+// that waits for a payload is resumed through the child's hook.
+func (e *Env) activeTokens(ctx context.Context, id string) []string {
+	children := map[string][]string{}
+	if runs, err := e.world.ListRuns(ctx, worlds.RunFilter{Limit: worlds.MaxPageSize}); err == nil {
+		for _, run := range runs.Items {
+			if p := run.Attributes[workflow.AttrParent]; p != "" && !run.Status.Terminal() {
+				children[p] = append(children[p], run.RunID)
+			}
+		}
+	}
+	var tokens []string
+	queue, seen := []string{id}, map[string]bool{id: true}
+	for len(queue) > 0 {
+		runID := queue[0]
+		queue = queue[1:]
+		if hooks, err := e.world.ListHooks(ctx, worlds.HookFilter{RunID: runID, Limit: worlds.MaxPageSize}); err == nil {
 			for _, h := range hooks.Items {
 				if h.Status == worlds.HookActive {
 					tokens = append(tokens, strconv.Quote(h.Token))
 				}
 			}
 		}
-		return zero, fmt.Errorf("%w: run %s is %s; active hook tokens: [%s]", ErrBlocked, id, status, strings.Join(tokens, " "))
+		kids := children[runID]
+		slices.Sort(kids)
+		for _, k := range kids {
+			if !seen[k] {
+				seen[k] = true
+				queue = append(queue, k)
+			}
+		}
 	}
-	return workflow.Attach[O](r.env.client, r.id).Result(ctx)
+	return tokens
 }
 
 // Status returns the run's status without driving anything.

@@ -1,5 +1,5 @@
 // Package worldhttp serves any [worlds.World] over HTTP: a small JSON RPC endpoint
-// to start, inspect and cancel runs and resume hooks, and a webhook endpoint that
+// to start, inspect, cancel and reset runs and resume hooks, and a webhook endpoint that
 // delivers a request body to the hook owning the token in its path. It needs only
 // the World interface, so the AWS World's Function URL handlers and the embedded
 // World's dev server share it.
@@ -20,6 +20,8 @@
 //	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
 //	runs.cancel   {runId, reason?}                             -> Run (worlds.RequestCancel: a pending run ends cancelled,
 //	              a running one gets a cancel request and a delivery that hands it to the run's code)
+//	runs.reset    {runId, to, newRunId?, reason?}              -> Run (worlds.ResetRun: the new run, made from the
+//	              run's events up to to, an event seq or "last-step"; a live run ends linked to it)
 //	events.list   {runId, afterSeq?, limit?, cursor?}          -> Page[Event]
 //	steps.list    {runId, limit?, cursor?}                     -> Page[Step]
 //	steps.get     {runId, stepId}                              -> Step

@@ -251,6 +251,8 @@ type params struct {
 	Payload       json.RawMessage   `json:"payload"`
 	Name          string            `json:"name"`
 	From          int               `json:"from"`
+	To            string            `json:"to"`
+	NewRunID      string            `json:"newRunId"`
 }
 
 func required(field, v string) error {
@@ -339,6 +341,18 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 			return nil, err
 		}
 		return h.w.GetRun(ctx, p.RunID)
+	case "runs.reset":
+		if err := need(runID, [2]string{"to", p.To}); err != nil {
+			return nil, err
+		}
+		to, err := worlds.ParseResetPoint(p.To)
+		if err != nil {
+			return nil, err
+		}
+		if p.NewRunID == "" {
+			p.NewRunID = h.o.NewRunID()
+		}
+		return worlds.ResetRun(ctx, h.w, worlds.ResetRequest{RunID: p.RunID, NewRunID: p.NewRunID, To: to, Reason: p.Reason})
 	case "events.list":
 		if err := need(runID); err != nil {
 			return nil, err

@@ -55,6 +55,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"QueueAgainWhileRunningRunsAgain", s.queueAgainWhileRunningRunsAgain},
 		{"EarlyArrival", s.earlyArrival},
 		{"CancelDelivery", s.cancelDelivery},
+		{"Reset", s.reset},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,9 +1,12 @@
 package a
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
+	"fmt"
 	"io"
+	"log"
 	"maps"
 	"math/rand"
 	randv2 "math/rand/v2"
@@ -242,4 +245,58 @@ func ranges[S ~[]int, M map[int]int](ctx workflow.Context, s S, m M) {
 func tally(n int) int {
 	_ = time.Now() // want `time\.Now .*\(reached from the workflow function literal at a\.go:\d+\)$`
 	return n
+}
+
+// A step-shaped literal kept in a variable and then called by workflow code runs
+// in workflow code, not as a step.
+type Stamped struct{}
+
+func (Stamped) Run(ctx workflow.Context, in string) (string, error) {
+	stamp := func(_ context.Context, s string) (string, error) {
+		return s + time.Now().String(), nil // want `time\.Now in workflow code returns a different time on each replay: use workflow\.Now$`
+	}
+	out, err := stamp(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	var later func(context.Context, string) (string, error)
+	later = func(_ context.Context, s string) (string, error) {
+		return os.Getenv(s), nil // want `os\.Getenv in workflow code is I/O`
+	}
+	_, _ = later(ctx, in)
+	// Passed to a step and never called: a step.
+	tag := func(_ context.Context, s string) (string, error) { return time.Now().String(), nil }
+	_, _ = workflow.Step(ctx, "tag", tag, in)
+	// Called only from inside a step: it runs in the step.
+	inner := func(_ context.Context, s string) (string, error) { return time.Now().String(), nil }
+	_, _ = workflow.Step(ctx, "outer", func(c context.Context, s string) (string, error) { return inner(c, s) }, in)
+	return out, nil
+}
+
+// Printing to stdout or through the std log package repeats on every replay.
+type Printing struct{ l *log.Logger }
+
+func (p Printing) Run(ctx workflow.Context, n int) (int, error) {
+	fmt.Println("start")         // want `fmt\.Println in workflow code prints again on every replay: log with slog through workflow\.NewLogHandler, which drops records while the workflow replays$`
+	fmt.Printf("%d\n", n)        // want `fmt\.Printf in workflow code .*workflow\.NewLogHandler`
+	fmt.Fprintln(os.Stderr, "x") // want `fmt\.Fprintln in workflow code .*workflow\.NewLogHandler`
+	log.Printf("n=%d", n)        // want `log\.Printf in workflow code .*workflow\.NewLogHandler`
+	log.Fatal("x")               // want `log\.Fatal in workflow code .*workflow\.NewLogHandler`
+	p.l.Println("x")             // want `\(\*log\.Logger\)\.Println in workflow code .*workflow\.NewLogHandler`
+	report(n)
+	// Formatting into a buffer or a string prints nothing.
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%d", n)
+	_ = fmt.Sprintf("%d", n)
+	// A step may print: it runs once per attempt.
+	_, _ = workflow.Step(ctx, "print", func(_ context.Context, n int) (int, error) {
+		fmt.Println(n)
+		log.Print(n)
+		return n, nil
+	}, n)
+	return n, nil
+}
+
+func report(n int) {
+	log.Println(n) // want `log\.Println in workflow code .*\(reached from Printing\.Run\)$`
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math/rand"
 	"net/http"
@@ -164,7 +165,8 @@ func helper() int {
 
 // branch is durable code by its parameter, even though no durable code calls it.
 func branch(dc *durable.Context) int {
-	_ = time.Now() // want `time\.Now in durable code returns a different time on each replay: do it in a durable\.Step$`
+	_ = time.Now()        // want `time\.Now in durable code returns a different time on each replay: do it in a durable\.Step$`
+	fmt.Println("branch") // want `fmt\.Println in durable code prints again on every replay: log with dc\.Logger\(\), which drops records while the function replays$`
 	return tick()
 }
 
