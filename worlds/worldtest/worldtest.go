@@ -54,6 +54,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"QueueAgainWhileRunningRunsAgain", s.queueAgainWhileRunningRunsAgain},
 		{"EarlyArrival", s.earlyArrival},
 		{"CancelDelivery", s.cancelDelivery},
+		{"StartRetried", s.startRetried},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
