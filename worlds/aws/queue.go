@@ -134,7 +134,7 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	if w.scheduled(q, due.Sub(now)) {
 		item[attrScheduled] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	pending, err := w.writeRecord(ctx, item)
+	pending, err := w.writeRecord(ctx, item, !due.After(now))
 	if err != nil {
 		return "", fmt.Errorf("awsworld: queue record %s: %w", id, err)
 	}
@@ -178,11 +178,13 @@ func (w *World) markUnsent(ctx context.Context, id string, published time.Time) 
 // waiting for ever on a step nobody runs.
 //
 // It writes nothing and reports pending when the record already holds the same
-// delivery to the same queue, due no later, sent (not flagged unsent) and not
-// received since it was queued (no claim, no lease): its message or schedule
-// is still on its way, and sending another would hand the worker the delivery
-// twice (a retried workflow start queues start-<runID> again).
-func (w *World) writeRecord(ctx context.Context, item map[string]types.AttributeValue) (pending bool, err error) {
+// delivery to the same queue, sent (not flagged unsent) and not received since
+// it was queued (no claim, no lease), and due at the same time or, for a
+// delivery due now, no later: its message or schedule is still on its way, and
+// sending another would hand the worker the delivery twice (a retried workflow
+// start queues start-<runID> again). A delivery queued again due later than
+// before is rewritten, so it runs at the new time.
+func (w *World) writeRecord(ctx context.Context, item map[string]types.AttributeValue, dueNow bool) (pending bool, err error) {
 	names := map[string]string{"#c": attrClaim, "#l": attrLease, "#u": attrUnsent, "#pk": attrPK,
 		"#d": attrData, "#q": attrQueue, "#o": attrListSK}
 	values := map[string]types.AttributeValue{":d": item[attrData], ":q": item[attrQueue], ":o": item[attrListSK]}
@@ -199,6 +201,12 @@ func (w *World) writeRecord(ctx context.Context, item map[string]types.Attribute
 		names[n], values[v] = k, item[k]
 		set = append(set, n+" = "+v)
 	}
+	// Due now: a pending message due no later is as good. Due later: only
+	// the same due time is the same delivery.
+	dueCmp := "<> :o"
+	if dueNow {
+		dueCmp = "> :o"
+	}
 	remove := []string{"#c", "#l", "#u"}
 	if _, ok := item[attrScheduled]; !ok {
 		names["#s"] = attrScheduled
@@ -210,7 +218,7 @@ func (w *World) writeRecord(ctx context.Context, item map[string]types.Attribute
 		// The negation of "the same delivery is pending": list_sk is
 		// <due, fixed width>#<id>, so it orders by due time.
 		ConditionExpression: aws.String("attribute_not_exists(#pk) OR attribute_exists(#c) OR attribute_exists(#l) OR attribute_exists(#u) OR " +
-			"attribute_not_exists(#o) OR #d <> :d OR #q <> :q OR #o > :o"),
+			"attribute_not_exists(#o) OR #d <> :d OR #q <> :q OR #o " + dueCmp),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})

@@ -123,8 +123,8 @@ func TestStartRetriedAfterSendFailureSends(t *testing.T) {
 }
 
 // A delivery queued again under its ID is sent again when it could be
-// needed: due earlier than the pending message, or received since it was
-// queued (the receive may have failed).
+// needed: due at another time than the pending message (a re-armed timer),
+// or received since it was queued (the receive may have failed).
 func TestQueueAgainAfterReceiveOrEarlierSends(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -142,10 +142,10 @@ func TestQueueAgainAfterReceiveOrEarlierSends(t *testing.T) {
 		sends int32
 	}{
 		{later, 1},
-		{later.Add(time.Second), 1}, // due later than the pending message: nothing to send
-		{later, 1},                  // the same
-		{time.Time{}, 2},            // due now, earlier: sent
-		{time.Time{}, 2},            // due now again, no earlier than the pending message
+		{later, 1},                  // the same due time: the message on its way is the delivery
+		{later.Add(time.Second), 2}, // re-armed later: rewritten and sent, so it runs at the new time
+		{time.Time{}, 3},            // due now, earlier: sent
+		{time.Time{}, 3},            // due now again, and the pending message is due already
 	} {
 		if _, err := w.Queue(ctx, in, worlds.QueueOptions{ID: "d", DueAt: tc.due}); err != nil {
 			t.Fatal(err)
