@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // InputValidator is implemented by a [Runner] that knows the input type of its
@@ -47,7 +49,7 @@ func (e *InputError) Is(target error) bool { return target == ErrInvalidArgument
 func (s *RunnerSet) ValidateInput(workflowName string, input json.RawMessage) error {
 	r, ok := s.byName[workflowName]
 	if !ok {
-		return &ArgumentError{Field: "workflowName", Value: fmt.Sprintf("%q", workflowName), Reason: "no such workflow is registered"}
+		return &UnknownWorkflowError{Name: workflowName, Known: s.Workflows()}
 	}
 	if v, ok := r.(InputValidator); ok {
 		return v.ValidateInput(workflowName, input)
@@ -57,8 +59,9 @@ func (s *RunnerSet) ValidateInput(workflowName string, input json.RawMessage) er
 
 // ValidateStart checks what a caller submits to start a run, before anything is
 // written: the run ID (when the caller chose one), the attributes, the input's
-// size, depth and numbers, and, when runners is an [InputValidator], the input's
-// shape. runners may be nil.
+// size, depth and numbers, and, when runners is set, that the workflow is one
+// of theirs (else an *[UnknownWorkflowError] listing theirs) and, when runners
+// is an [InputValidator], the input's shape. runners may be nil.
 func ValidateStart(runners Runner, workflowName, runID string, input json.RawMessage, attrs map[string]string) error {
 	if workflowName == "" {
 		return &ArgumentError{Field: "workflowName", Value: `""`, Reason: "required"}
@@ -74,6 +77,11 @@ func ValidateStart(runners Runner, workflowName, runID string, input json.RawMes
 	if err := ValidateJSON("input", input); err != nil {
 		return err
 	}
+	if runners != nil && !slices.Contains(runners.Workflows(), workflowName) {
+		known := slices.Clone(runners.Workflows())
+		slices.Sort(known)
+		return &UnknownWorkflowError{Name: workflowName, Known: known}
+	}
 	if v, ok := runners.(InputValidator); ok {
 		if err := v.ValidateInput(workflowName, input); err != nil {
 			if !errors.Is(err, ErrInvalidArgument) {
@@ -83,4 +91,26 @@ func ValidateStart(runners Runner, workflowName, runID string, input json.RawMes
 		}
 	}
 	return nil
+}
+
+// UnknownWorkflowError reports a start of a workflow name the deployment does
+// not run: no runner is registered for it, so its run would never advance.
+// Known lists the names that are, sorted. It matches [ErrInvalidArgument] and
+// [ErrNoRunner].
+type UnknownWorkflowError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownWorkflowError) Error() string {
+	known := "none are registered"
+	if len(e.Known) > 0 {
+		known = "known workflows: " + strings.Join(e.Known, ", ")
+	}
+	return fmt.Sprintf("worlds: invalid workflowName %q: no such workflow is registered (%s)", e.Name, known)
+}
+
+// Is matches [ErrInvalidArgument] and [ErrNoRunner].
+func (e *UnknownWorkflowError) Is(target error) bool {
+	return target == ErrInvalidArgument || target == ErrNoRunner
 }

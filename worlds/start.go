@@ -14,14 +14,21 @@ import (
 // (workflow.Start, the RPC's runs.start, the web UI). It is safe to retry: a
 // start repeated with the same runID, workflow name and input (after a lost
 // answer, or a queue failure once the run was created) returns the existing
-// run, queued again while it has not started. Any other start of an existing
-// runID fails with the World's error, matching [ErrRunExists].
+// run, queued again under the same delivery ID while it has not started, which
+// a World turns into one delivery (see [World.Queue]). Any other start of an
+// existing runID fails with a *[StartConflictError], matching [ErrRunExists].
 func StartRun(ctx context.Context, w World, runID, workflowName string, input json.RawMessage, attrs map[string]string) (Run, error) {
 	_, err := w.Append(ctx, runID, Event{Type: EventRunCreated, WorkflowName: workflowName, Input: input, Attributes: attrs})
 	if errors.Is(err, ErrRunExists) {
 		run, gerr := w.GetRun(ctx, runID)
-		if gerr != nil || run.WorkflowName != workflowName || !sameJSON(run.Input, input) {
-			return Run{}, err
+		if gerr != nil {
+			return Run{}, fmt.Errorf("run %s already exists and cannot be read to compare the start with it: %w", runID, gerr)
+		}
+		switch {
+		case run.WorkflowName != workflowName:
+			return Run{}, &StartConflictError{RunID: runID, Field: "workflowName", Existing: run.WorkflowName, Given: workflowName}
+		case !sameJSON(run.Input, input):
+			return Run{}, &StartConflictError{RunID: runID, Field: "input", Existing: string(run.Input), Given: string(input)}
 		}
 		if run.Status != RunPending {
 			return run, nil
@@ -52,4 +59,33 @@ func sameJSON(a, b json.RawMessage) bool {
 	va, oka := decode(a)
 	vb, okb := decode(b)
 	return oka && okb && reflect.DeepEqual(va, vb)
+}
+
+// StartConflictError reports a start of a run ID that already belongs to a
+// run started differently: another workflow, or another input. Retrying the
+// same start is safe; this one cannot succeed under that run ID. It matches
+// [ErrRunExists] and [ErrConflict].
+type StartConflictError struct {
+	RunID string
+	// Field is what differs: "workflowName" or "input".
+	Field string
+	// Existing is the run's recorded value of Field, Given the start's.
+	Existing, Given string
+}
+
+func (e *StartConflictError) Error() string {
+	const max = 200
+	clip := func(v string) string {
+		if len(v) > max {
+			return v[:max] + "..."
+		}
+		return v
+	}
+	return fmt.Sprintf("worlds: run %s already exists with %s %s, not %s: start it under another run ID",
+		e.RunID, e.Field, clip(e.Existing), clip(e.Given))
+}
+
+// Is matches [ErrRunExists] and [ErrConflict].
+func (e *StartConflictError) Is(target error) bool {
+	return target == ErrRunExists || target == ErrConflict
 }

@@ -9,54 +9,41 @@ import (
 	"io"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
 )
 
-const sweepUsage = `usage: cairn sweep [--aws] [--dry-run] [--limit N] [--index-legacy] [--json]
+const sweepUsage = `usage: cairn sweep [--aws] [--region R] [--dry-run] [--limit N] [--index-legacy] [--json]
 Sends again the deliveries of the AWS World whose SQS message is gone (what the
 deployment's sweeper function does on its cron), and prints what it sent.
 The World comes from the WORKFLOW_* variables (eval "$(terraform output -raw cli_env)").
+  --region R      AWS region (default $AWS_REGION or the profile's region)
   --dry-run       list what a sweep would send, send nothing
   --limit N       send at most N deliveries
   --index-legacy  first index the queue records written by a cairn version older
                   than the sharded list index, so the sweep sees them (once after
                   upgrading; reads the whole table and needs dynamodb:Scan)`
 
-const redriveUsage = `usage: cairn redrive --dlq URL [--aws] [--max N] [--json]
+const redriveUsage = `usage: cairn redrive --dlq URL [--aws] [--region R] [--max N] [--json]
 Moves dead-lettered deliveries from the dead-letter queue at URL back to the
 queues their records name, after the cause of their failures is fixed.
 The World comes from the WORKFLOW_* variables (eval "$(terraform output -raw cli_env)").
   --dlq URL  the dead-letter queue (terraform output -raw dead_letter_queue_url)
+  --region R AWS region (default $AWS_REGION or the profile's region)
   --max N    move at most N messages (default: until the queue is empty)`
 
 // openAWSWorld builds the AWS World from the deployment's variables, with the
 // Scheduler when the deployment has one (a swept delivery may be due beyond 15
-// minutes), and DYNAMODB_ENDPOINT / SQS_ENDPOINT / SCHEDULER_ENDPOINT overrides.
-func openAWSWorld(ctx context.Context, getenv func(string) string) (*awsworld.World, error) {
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
-	}
-	endpoint := func(name string) *string {
-		if ep := getenv(name); ep != "" {
-			return aws.String(ep)
-		}
-		return nil
-	}
-	sched := scheduler.NewFromConfig(awsCfg, func(o *scheduler.Options) { o.BaseEndpoint = endpoint("SCHEDULER_ENDPOINT") })
-	cfg, err := awsworld.ConfigFromEnv(getenv, sched)
+// minutes), on the clients every --aws command uses (newAWSClients).
+func openAWSWorld(ctx context.Context, getenv func(string) string, region string) (*awsworld.World, error) {
+	clients, err := newAWSClients(ctx, getenv, region)
 	if err != nil {
 		return nil, err
 	}
-	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = endpoint("DYNAMODB_ENDPOINT") })
-	sq := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint("SQS_ENDPOINT") })
-	w, err := awsworld.New(cfg, ddb, sq)
+	cfg, err := awsworld.ConfigFromEnv(getenv, clients.scheduler)
+	if err != nil {
+		return nil, err
+	}
+	w, err := awsworld.New(cfg, clients.dynamodb, clients.sqs)
 	if err != nil {
 		return nil, fmt.Errorf("AWS World: %w", err)
 	}
@@ -68,8 +55,10 @@ var sweepCommand = remoteCommand("sweep", sweepErr)
 func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
 	var opts awsworld.SweepOptions
 	var jsonOut, awsFlag, indexLegacy bool
+	var region string
 	fs := flag.NewFlagSet("cairn sweep", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.StringVar(&region, "region", "", "AWS region")
 	fs.BoolVar(&awsFlag, "aws", true, "the AWS World (the only one with a sweeper)")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "send nothing")
 	fs.IntVar(&opts.Limit, "limit", 0, "send at most N")
@@ -89,7 +78,7 @@ func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	if opts.Limit < 0 {
 		return usageErrorf("--limit %d: must not be negative", opts.Limit)
 	}
-	w, err := openAWSWorld(ctx, getenv)
+	w, err := openAWSWorld(ctx, getenv, region)
 	if err != nil {
 		return err
 	}
@@ -126,8 +115,10 @@ func redriveErr(ctx context.Context, args []string, stdout io.Writer, getenv fun
 	var opts awsworld.RedriveOptions
 	var dlq string
 	var jsonOut, awsFlag bool
+	var region string
 	fs := flag.NewFlagSet("cairn redrive", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.StringVar(&region, "region", "", "AWS region")
 	fs.BoolVar(&awsFlag, "aws", true, "the AWS World")
 	fs.StringVar(&dlq, "dlq", "", "dead-letter queue URL")
 	fs.IntVar(&opts.Max, "max", 0, "move at most N")
@@ -149,7 +140,7 @@ func redriveErr(ctx context.Context, args []string, stdout io.Writer, getenv fun
 	if dlq == "" {
 		return usageErrorf("--dlq is required: the dead-letter queue URL (terraform output -raw dead_letter_queue_url)")
 	}
-	w, err := openAWSWorld(ctx, getenv)
+	w, err := openAWSWorld(ctx, getenv, region)
 	if err != nil {
 		return err
 	}

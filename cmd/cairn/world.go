@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-go/cairn/worlds"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
@@ -122,33 +118,16 @@ func (f *worldFlags) openAWS(ctx context.Context, getenv func(string) string) (w
 			}
 		}
 	}
-	var loadOpts []func(*config.LoadOptions) error
-	if f.region != "" {
-		loadOpts = append(loadOpts, config.WithRegion(f.region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	clients, err := newAWSClients(ctx, getenv, f.region)
 	if err != nil {
-		return nil, nil, fmt.Errorf("AWS configuration: %w", err)
+		return nil, nil, err
 	}
-	if cfg.Region == "" {
-		return nil, nil, errors.New("AWS World: no region: pass --region, or set AWS_REGION (or a region in your AWS profile)")
-	}
-	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if ep := getenv("DYNAMODB_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-	sq := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		if ep := getenv("SQS_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
 	// BaseURL is optional: without it hooks show no webhook URL rather than a made-up one.
-	w, err := awsworld.New(awsworld.Config{BaseURL: getenv("WORKFLOW_BASE_URL"), TableName: table, QueueURL: queueURL, Queues: queues}, ddb, sq)
+	w, err := awsworld.New(awsworld.Config{BaseURL: getenv("WORKFLOW_BASE_URL"), TableName: table, QueueURL: queueURL, Queues: queues}, clients.dynamodb, clients.sqs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("AWS World: %w", err)
 	}
-	return &friendlyWorld{World: w, table: table, region: cfg.Region}, func() {}, nil
+	return &friendlyWorld{World: w, table: table, region: clients.region}, func() {}, nil
 }
 
 // friendlyWorld turns the DynamoDB errors a user can fix into messages naming

@@ -89,6 +89,7 @@ resource "aws_cloudwatch_log_group" "this" {
   for_each          = local.functions
   name              = "/aws/lambda/${var.name}-${each.key}"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.log_kms_key_arn
 }
 
 # The api, worker and sweeper functions read the webhook function's URL, so the
@@ -109,7 +110,7 @@ resource "aws_lambda_function" "this" {
   reserved_concurrent_executions = each.key == "worker" ? coalesce(var.worker_reserved_concurrency, -1) : -1
 
   environment {
-    variables = local.environment
+    variables = each.key == "sweeper" ? merge(local.environment, { CAIRN_METRICS_DEPLOYMENT = var.name, CAIRN_METRICS_NAMESPACE = local.metric_namespace }) : local.environment
   }
 
   lifecycle {
@@ -132,6 +133,8 @@ resource "aws_lambda_function" "webhook" {
   source_code_hash = fileexists(local.packages["webhook"]) ? filebase64sha256(local.packages["webhook"]) : null
   timeout          = local.functions["webhook"].timeout
   memory_size      = var.memory_mb
+  # The URL is public: cap how far anyone posting to it can scale the function.
+  reserved_concurrent_executions = var.webhook_reserved_concurrency
 
   environment {
     variables = local.webhook_environment
@@ -221,4 +224,147 @@ resource "aws_scheduler_schedule" "sweep" {
     }
   }
   depends_on = [aws_iam_role_policy.sweep_schedule]
+}
+
+# ---- Alarms and dashboard --------------------------------------------------
+# Every alarm notifies alarm_sns_topic_arn (when set) on ALARM and OK, and
+# treats missing data as not breaching: a quiet deployment is a healthy one.
+
+locals {
+  alarm_actions = var.alarm_sns_topic_arn == null ? [] : [var.alarm_sns_topic_arn]
+  # Queue names as the worlds/aws module creates them.
+  dlq_names = merge({ "" = "${var.name}-tasks-dlq" },
+  { for k, q in var.queues : k => q.fifo ? "${var.name}-${k}-dlq.fifo" : "${var.name}-${k}-dlq" })
+  task_queue_names = merge({ "" = "${var.name}-tasks" },
+  { for k, q in var.queues : k => q.fifo ? "${var.name}-${k}.fifo" : "${var.name}-${k}" })
+  function_names = { for k in keys(local.functions) : k => "${var.name}-${k}" }
+  # The sweeper publishes this metric in an EMF log line after every sweep.
+  metric_namespace = "cairn"
+  alarms_on        = var.enable_alarms ? 1 : 0
+}
+
+resource "aws_cloudwatch_metric_alarm" "dead_letters" {
+  for_each            = var.enable_alarms ? local.dlq_names : {}
+  alarm_name          = "${var.name}-dead-letters${each.key == "" ? "" : "-${each.key}"}"
+  alarm_description   = "Deliveries in ${each.value}: they failed max_receive_count times and their runs stopped advancing. See the dead-letter runbook in deploy/aws/README.md."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = each.value }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
+
+resource "aws_cloudwatch_metric_alarm" "oldest_message" {
+  for_each            = var.enable_alarms ? local.task_queue_names : {}
+  alarm_name          = "${var.name}-oldest-message${each.key == "" ? "" : "-${each.key}"}"
+  alarm_description   = "The oldest message of ${each.value} has waited over ${var.oldest_message_alarm_seconds}s: the worker is failing, throttled or behind."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateAgeOfOldestMessage"
+  dimensions          = { QueueName = each.value }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 2
+  threshold           = var.oldest_message_alarm_seconds
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
+
+resource "aws_cloudwatch_metric_alarm" "function_errors" {
+  for_each            = var.enable_alarms ? local.function_names : {}
+  alarm_name          = "${each.value}-errors"
+  alarm_description   = "${each.value} invocations failed (crashes, timeouts, a batch that failed whole). Its log group says why."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = each.value }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
+
+resource "aws_cloudwatch_metric_alarm" "function_throttles" {
+  for_each            = var.enable_alarms ? local.function_names : {}
+  alarm_name          = "${each.value}-throttles"
+  alarm_description   = "${each.value} invocations were throttled by its reserved concurrency or the account's limit. A throttled worker message counts as a receive toward the dead-letter queue; a throttled webhook answers 429."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Throttles"
+  dimensions          = { FunctionName = each.value }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
+
+resource "aws_cloudwatch_metric_alarm" "overdue" {
+  count               = local.alarms_on
+  alarm_name          = "${var.name}-overdue-deliveries"
+  alarm_description   = "The sweeper sent again deliveries whose SQS message was gone (lost sends, messages dropped from a dead-letter queue). Now and then is recovery working; every sweep means messages keep being lost."
+  namespace           = local.metric_namespace
+  metric_name         = "ResentDeliveries"
+  dimensions          = { Deployment = var.name }
+  statistic           = "Sum"
+  period              = 900
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
+
+resource "aws_cloudwatch_metric_alarm" "scheduler" {
+  for_each = var.enable_alarms ? {
+    target_errors     = { metric = "TargetErrorCount", what = "Scheduler could not deliver to its target (the queue, or the sweeper)" }
+    dropped           = { metric = "InvocationDroppedCount", what = "Scheduler dropped invocations after its retries: a delivery or a sweep did not happen" }
+    throttled_targets = { metric = "InvocationThrottleCount", what = "Scheduler invocations were throttled" }
+  } : {}
+  alarm_name          = "${var.name}-scheduler-${replace(each.key, "_", "-")}"
+  alarm_description   = "${each.value.what}. Schedules send deliveries due beyond 15 minutes and run the sweeper."
+  namespace           = "AWS/Scheduler"
+  metric_name         = each.value.metric
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
+
+resource "aws_cloudwatch_dashboard" "this" {
+  count          = local.alarms_on
+  dashboard_name = var.name
+  dashboard_body = jsonencode({
+    widgets = [
+      { type = "metric", width = 12, height = 6, properties = { title = "Dead-letter queues (messages)", region = module.workflow.region, stat = "Maximum", period = 300,
+      metrics = [for q in values(local.dlq_names) : ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", q]] } },
+      { type = "metric", width = 12, height = 6, properties = { title = "Oldest task message (s)", region = module.workflow.region, stat = "Maximum", period = 300,
+      metrics = [for q in values(local.task_queue_names) : ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", q]] } },
+      { type = "metric", width = 12, height = 6, properties = { title = "Function errors", region = module.workflow.region, stat = "Sum", period = 300,
+      metrics = [for f in values(local.function_names) : ["AWS/Lambda", "Errors", "FunctionName", f]] } },
+      { type = "metric", width = 12, height = 6, properties = { title = "Function throttles", region = module.workflow.region, stat = "Sum", period = 300,
+      metrics = [for f in values(local.function_names) : ["AWS/Lambda", "Throttles", "FunctionName", f]] } },
+      { type = "metric", width = 12, height = 6, properties = { title = "Sweeper: overdue and resent deliveries", region = module.workflow.region, stat = "Sum", period = 300,
+      metrics = [[local.metric_namespace, "OverdueDeliveries", "Deployment", var.name], [local.metric_namespace, "ResentDeliveries", "Deployment", var.name]] } },
+      { type = "metric", width = 12, height = 6, properties = { title = "Scheduler failures", region = module.workflow.region, stat = "Sum", period = 300,
+      metrics = [for m in ["TargetErrorCount", "InvocationDroppedCount", "InvocationThrottleCount"] : ["AWS/Scheduler", m]] } },
+    ]
+  })
 }

@@ -160,10 +160,14 @@ variable "sweep_schedule" {
 }
 
 variable "log_retention_days" {
-  description = "Retention of the functions' CloudWatch log groups."
+  description = "Retention of the functions' CloudWatch log groups, in days (one of CloudWatch Logs' values; 0 keeps logs forever)."
   type        = number
   default     = 30
   nullable    = false
+  validation {
+    condition     = contains([0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of CloudWatch Logs' retention values (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, ...)."
+  }
 }
 
 variable "deletion_protection" {
@@ -171,4 +175,49 @@ variable "deletion_protection" {
   type        = bool
   default     = true
   nullable    = false
+}
+
+variable "log_kms_key_arn" {
+  description = "KMS key ARN encrypting the functions' log groups; null uses CloudWatch Logs' own encryption. The key policy must allow logs.<region>.amazonaws.com to use it."
+  type        = string
+  default     = null
+}
+
+variable "webhook_reserved_concurrency" {
+  description = "Reserved concurrency of the public webhook function: the most requests it serves at once. Requests beyond it are throttled (HTTP 429) instead of scaling the function, and so its bill, with whoever posts to the URL; it also keeps the webhook from taking the account's concurrency from the worker. -1 reserves none (no cap)."
+  type        = number
+  default     = 10
+  nullable    = false
+  validation {
+    condition     = var.webhook_reserved_concurrency == -1 || var.webhook_reserved_concurrency >= 1
+    error_message = "webhook_reserved_concurrency must be -1 (no cap) or at least 1; 0 would refuse every webhook."
+  }
+}
+
+variable "enable_alarms" {
+  description = "CloudWatch alarms on the dead-letter queues, the task queue's oldest message, the functions' errors and throttles, the sweeper's overdue deliveries and Scheduler failures, and the dashboard."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "alarm_sns_topic_arn" {
+  description = "SNS topic every alarm notifies when it goes into and out of ALARM; null raises the alarms without notifying anyone."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.alarm_sns_topic_arn == null ? true : can(regex("^arn:[^:]+:sns:", var.alarm_sns_topic_arn))
+    error_message = "alarm_sns_topic_arn must be an SNS topic ARN or null."
+  }
+}
+
+variable "oldest_message_alarm_seconds" {
+  description = "Alarm when the oldest message of a task queue has waited longer than this: the worker is down, throttled or falling behind. Deliveries due later wait in the queue too (up to 15 minutes), so keep it above 900."
+  type        = number
+  default     = 1800
+  nullable    = false
+  validation {
+    condition     = var.oldest_message_alarm_seconds >= 900
+    error_message = "oldest_message_alarm_seconds must be at least 900: a delivery may wait 15 minutes in the queue by design."
+  }
 }

@@ -134,13 +134,39 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	if w.scheduled(q, due.Sub(now)) {
 		item[attrScheduled] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	if err := w.writeRecord(ctx, item); err != nil {
+	pending, err := w.writeRecord(ctx, item, !due.After(now))
+	if err != nil {
 		return "", fmt.Errorf("awsworld: queue record %s: %w", id, err)
 	}
+	if pending {
+		// The same delivery is already on its way, due no later: a second
+		// message would only be a duplicate for the worker to turn away.
+		w.log.DebugContext(ctx, "awsworld: delivery already queued", "id", id, "runId", in.RunID)
+		return id, nil
+	}
 	if err := w.publish(ctx, id, q, in.RunID, due); err != nil {
+		w.markUnsent(ctx, id, now)
 		return "", &unsentError{id: id, err: err}
 	}
 	return id, nil
+}
+
+// markUnsent flags a record whose message or schedule failed, so the caller's
+// retry under the same ID sends it instead of taking it for a delivery already
+// on its way. Best effort: a record left unflagged is still sent by Sweep once
+// it is overdue.
+func (w *World) markUnsent(ctx context.Context, id string, published time.Time) {
+	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: w.table, Key: key(queuePK(id), metaSK),
+		UpdateExpression:          aws.String("SET #u = :t"),
+		ConditionExpression:       aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#u": attrUnsent, "#p": attrPublished},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}, ":p": n(published.UnixMilli())},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		w.log.WarnContext(ctx, "awsworld: cannot flag an unsent delivery (Sweep sends it once overdue)", "id", id, "err", err)
+	}
 }
 
 // writeRecord writes a QUEUE record's fields, dropping a claim on it, so a
@@ -150,9 +176,18 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 // inline). A PutItem would reset the count, and a run started again after a
 // lost answer, which queues its first delivery again, could then end up
 // waiting for ever on a step nobody runs.
-func (w *World) writeRecord(ctx context.Context, item map[string]types.AttributeValue) error {
-	names := map[string]string{"#c": attrClaim, "#l": attrLease}
-	values := map[string]types.AttributeValue{}
+//
+// It writes nothing and reports pending when the record already holds the same
+// delivery to the same queue, sent (not flagged unsent) and not received since
+// it was queued (no claim, no lease), and due at the same time or, for a
+// delivery due now, no later: its message or schedule is still on its way, and
+// sending another would hand the worker the delivery twice (a retried workflow
+// start queues start-<runID> again). A delivery queued again due later than
+// before is rewritten, so it runs at the new time.
+func (w *World) writeRecord(ctx context.Context, item map[string]types.AttributeValue, dueNow bool) (pending bool, err error) {
+	names := map[string]string{"#c": attrClaim, "#l": attrLease, "#u": attrUnsent, "#pk": attrPK,
+		"#d": attrData, "#q": attrQueue, "#o": attrListSK}
+	values := map[string]types.AttributeValue{":d": item[attrData], ":q": item[attrQueue], ":o": item[attrListSK]}
 	var set []string
 	fields := make([]string, 0, len(item))
 	for k := range item {
@@ -166,18 +201,32 @@ func (w *World) writeRecord(ctx context.Context, item map[string]types.Attribute
 		names[n], values[v] = k, item[k]
 		set = append(set, n+" = "+v)
 	}
-	remove := []string{"#c", "#l"}
+	// Due now: a pending message due no later is as good. Due later: only
+	// the same due time is the same delivery.
+	dueCmp := "<> :o"
+	if dueNow {
+		dueCmp = "> :o"
+	}
+	remove := []string{"#c", "#l", "#u"}
 	if _, ok := item[attrScheduled]; !ok {
 		names["#s"] = attrScheduled
 		remove = append(remove, "#s")
 	}
-	_, err := w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: w.table, Key: key(getS(item, attrPK), getS(item, attrSK)),
-		UpdateExpression:          aws.String("SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", ")),
+		UpdateExpression: aws.String("SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", ")),
+		// The negation of "the same delivery is pending": list_sk is
+		// <due, fixed width>#<id>, so it orders by due time.
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR attribute_exists(#c) OR attribute_exists(#l) OR attribute_exists(#u) OR " +
+			"attribute_not_exists(#o) OR #d <> :d OR #q <> :q OR #o " + dueCmp),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
-	return err
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true, nil
+	}
+	return false, err
 }
 
 // unsentError reports a delivery whose record is written but whose message or

@@ -44,6 +44,7 @@ const (
 	attrAttempts    = "attempts"
 	attrPublished   = "published_at"
 	attrScheduled   = "scheduled"
+	attrUnsent      = "unsent"
 	indexList       = "list"
 	indexListGroup  = "list_group"
 	metaSK          = "META"

@@ -56,6 +56,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"EarlyArrival", s.earlyArrival},
 		{"CancelDelivery", s.cancelDelivery},
 		{"Reset", s.reset},
+		{"StartRetried", s.startRetried},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

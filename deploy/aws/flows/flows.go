@@ -1,6 +1,8 @@
-// Package flows holds the workflows the deploy/aws worker runs. Approval is the
-// walk-through's example: it waits for a decision sent to its hook's webhook URL
-// and records it. Register your own workflows in the worker's main next to it.
+// Package flows holds the workflows the deploy/aws worker runs, and Runners, the
+// one registry of them: the worker runs it, and the api function refuses to
+// start any workflow not in it. Approval is the walk-through's example: it
+// waits for a decision sent to its hook's webhook URL and records it. Add your
+// own workflows to Runners.
 package flows
 
 import (
@@ -8,7 +10,17 @@ import (
 	"fmt"
 
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
 )
+
+// Runners is the deployment's registry of workflows. The worker executes their
+// deliveries; the api function accepts runs.start only for their names (and
+// checks inputs against their types), so a misspelt name is refused at once
+// instead of leaving a run pending while every delivery of it fails. Both
+// functions are built from this package, so they always agree.
+func Runners() *worlds.RunnerSet {
+	return worlds.Runners(workflow.Use(Approval{}))
+}
 
 // Request is Approval's input.
 type Request struct {

@@ -191,3 +191,94 @@ run "missing_archives" {
   # The other functions wait for the webhook URL, so the webhook function fails first.
   expect_failures = [aws_lambda_function.webhook]
 }
+
+run "alarms_on_by_default" {
+  command = apply
+  variables {
+    queues = { heavy = {}, ordered = { fifo = true } }
+  }
+
+  assert {
+    condition     = toset([for a in values(aws_cloudwatch_metric_alarm.dead_letters) : a.dimensions.QueueName]) == toset(["t-tasks-dlq", "t-heavy-dlq", "t-ordered-dlq.fifo"]) && alltrue([for a in values(aws_cloudwatch_metric_alarm.dead_letters) : a.metric_name == "ApproximateNumberOfMessagesVisible" && a.threshold == 0 && a.comparison_operator == "GreaterThanThreshold"])
+    error_message = "every dead-letter queue alarms on depth > 0"
+  }
+  assert {
+    condition     = toset([for a in values(aws_cloudwatch_metric_alarm.oldest_message) : a.dimensions.QueueName]) == toset(["t-tasks", "t-heavy", "t-ordered.fifo"]) && alltrue([for a in values(aws_cloudwatch_metric_alarm.oldest_message) : a.metric_name == "ApproximateAgeOfOldestMessage" && a.threshold == 1800])
+    error_message = "every task queue alarms on the age of its oldest message"
+  }
+  assert {
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.function_errors)) == toset(["api", "webhook", "worker", "sweeper"]) && toset(keys(aws_cloudwatch_metric_alarm.function_throttles)) == toset(["api", "webhook", "worker", "sweeper"]) && alltrue([for a in values(aws_cloudwatch_metric_alarm.function_errors) : a.namespace == "AWS/Lambda" && a.metric_name == "Errors"]) && alltrue([for a in values(aws_cloudwatch_metric_alarm.function_throttles) : a.metric_name == "Throttles"]) && aws_cloudwatch_metric_alarm.function_throttles["webhook"].dimensions.FunctionName == "t-webhook"
+    error_message = "every function alarms on errors and throttles"
+  }
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.overdue[0].namespace == "cairn" && aws_cloudwatch_metric_alarm.overdue[0].metric_name == "ResentDeliveries" && aws_cloudwatch_metric_alarm.overdue[0].dimensions.Deployment == "t" && aws_lambda_function.this["sweeper"].environment[0].variables.CAIRN_METRICS_DEPLOYMENT == "t" && aws_lambda_function.this["sweeper"].environment[0].variables.CAIRN_METRICS_NAMESPACE == "cairn"
+    error_message = "the overdue alarm watches the metric the sweeper publishes, under the names the sweeper is given"
+  }
+  assert {
+    condition     = toset([for a in values(aws_cloudwatch_metric_alarm.scheduler) : a.metric_name]) == toset(["TargetErrorCount", "InvocationDroppedCount", "InvocationThrottleCount"]) && alltrue([for a in values(aws_cloudwatch_metric_alarm.scheduler) : a.namespace == "AWS/Scheduler"])
+    error_message = "Scheduler failures alarm"
+  }
+  assert {
+    condition     = alltrue([for a in concat(values(aws_cloudwatch_metric_alarm.dead_letters), values(aws_cloudwatch_metric_alarm.function_errors)) : length(a.alarm_actions) == 0 && a.treat_missing_data == "notBreaching"])
+    error_message = "without a topic the alarms notify nobody, and a quiet deployment is not in alarm"
+  }
+  assert {
+    condition     = length(aws_cloudwatch_dashboard.this) == 1 && strcontains(aws_cloudwatch_dashboard.this[0].dashboard_body, "ApproximateAgeOfOldestMessage") && strcontains(aws_cloudwatch_dashboard.this[0].dashboard_body, "ResentDeliveries")
+    error_message = "the dashboard shows the alarmed metrics"
+  }
+  assert {
+    condition     = aws_lambda_function.webhook.reserved_concurrent_executions == 10
+    error_message = "the public webhook's concurrency is capped by default"
+  }
+  assert {
+    condition     = alltrue([for g in values(aws_cloudwatch_log_group.this) : g.retention_in_days == 30 && g.kms_key_id == null])
+    error_message = "log groups keep 30 days, without a KMS key by default"
+  }
+}
+
+run "alarm_topic_log_key_and_webhook_cap" {
+  command = plan
+  variables {
+    alarm_sns_topic_arn          = "arn:aws:sns:eu-west-1:123456789012:ops"
+    log_kms_key_arn              = "arn:aws:kms:eu-west-1:123456789012:key/abc"
+    log_retention_days           = 90
+    webhook_reserved_concurrency = -1
+    oldest_message_alarm_seconds = 3600
+  }
+
+  assert {
+    condition     = alltrue([for a in concat(values(aws_cloudwatch_metric_alarm.dead_letters), values(aws_cloudwatch_metric_alarm.function_throttles), values(aws_cloudwatch_metric_alarm.scheduler), aws_cloudwatch_metric_alarm.overdue) : a.alarm_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"]) && a.ok_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"])])
+    error_message = "every alarm notifies the topic on ALARM and OK"
+  }
+  assert {
+    condition     = alltrue([for g in values(aws_cloudwatch_log_group.this) : g.retention_in_days == 90 && g.kms_key_id == "arn:aws:kms:eu-west-1:123456789012:key/abc"])
+    error_message = "log retention and KMS key reach every log group"
+  }
+  assert {
+    condition     = aws_lambda_function.webhook.reserved_concurrent_executions == -1 && aws_cloudwatch_metric_alarm.oldest_message[""].threshold == 3600
+    error_message = "the webhook cap can be lifted, and the oldest-message threshold set"
+  }
+}
+
+run "alarms_off" {
+  command = plan
+  variables {
+    enable_alarms = false
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.dead_letters) == 0 && length(aws_cloudwatch_metric_alarm.function_errors) == 0 && length(aws_cloudwatch_metric_alarm.overdue) == 0 && length(aws_cloudwatch_dashboard.this) == 0
+    error_message = "enable_alarms = false creates no alarms and no dashboard"
+  }
+}
+
+run "bad_ops_variables" {
+  command = plan
+  variables {
+    webhook_reserved_concurrency = 0
+    alarm_sns_topic_arn          = "ops-topic"
+    log_retention_days           = 10
+    oldest_message_alarm_seconds = 60
+  }
+  expect_failures = [var.webhook_reserved_concurrency, var.alarm_sns_topic_arn, var.log_retention_days, var.oldest_message_alarm_seconds]
+}

@@ -1,7 +1,8 @@
 // Command api is the deploy/aws RPC function behind an AWS_IAM Function URL in
 // RESPONSE_STREAM mode (lambdaurl streams its responses): the cairn CLI signs its
-// requests to it. It needs no runners: starting or resuming a run queues it for
-// the worker.
+// requests to it. It runs no workflows (starting or resuming a run queues it for
+// the worker) but knows the worker's registry, flows.Runners: runs.start refuses
+// a workflow the worker does not run, naming the ones it does.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
+	"github.com/cairn-go/cairn/deploy/aws/flows"
 	"github.com/cairn-go/cairn/deploy/aws/functions/internal/deployment"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
 )
@@ -21,5 +23,5 @@ func main() {
 		log.Error("api: cannot open the World", "err", err)
 		os.Exit(1)
 	}
-	lambdaurl.Start(awsworld.HTTP(world))
+	lambdaurl.Start(awsworld.HTTP(world, awsworld.WithWorkflows(flows.Runners())))
 }

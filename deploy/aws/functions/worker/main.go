@@ -1,6 +1,6 @@
 // Command worker is the deploy/aws queue worker: the SQS event source of every
 // workflow queue invokes it with batches of deliveries, and it runs the
-// workflows registered here. Add your workflows to the runner set.
+// workflows registered in flows.Runners. Add your workflows there.
 package main
 
 import (
@@ -11,8 +11,6 @@ import (
 
 	"github.com/cairn-go/cairn/deploy/aws/flows"
 	"github.com/cairn-go/cairn/deploy/aws/functions/internal/deployment"
-	"github.com/cairn-go/cairn/workflow"
-	"github.com/cairn-go/cairn/worlds"
 	awsworld "github.com/cairn-go/cairn/worlds/aws"
 )
 
@@ -23,5 +21,5 @@ func main() {
 		log.Error("worker: cannot open the World", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(awsworld.Queue(world, worlds.Runners(workflow.Use(flows.Approval{}))))
+	lambda.Start(awsworld.Queue(world, flows.Runners()))
 }
