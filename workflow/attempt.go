@@ -88,7 +88,7 @@ func (e *engine) startAttempt(ctx context.Context, d worlds.Delivery, run worlds
 	now := e.clock()
 	attempt := step.Attempt + 1
 	info := Info{RunID: runID, WorkflowName: run.WorkflowName, StepID: stepID, StepName: step.StepName, Attempt: attempt}
-	if attempt > c.opts.retry.MaxAttempts {
+	if c.opts.retry.exhausted(step.Attempt) {
 		// The last attempt's worker died without recording an outcome.
 		ei := &worlds.ErrorInfo{Message: fmt.Sprintf("attempt %d of %d was lost with its worker; attempts exhausted", step.Attempt, c.opts.retry.MaxAttempts)}
 		return e.stepOutcome(ctx, ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}, nil)
@@ -141,16 +141,19 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 		// has ended already.
 		return cr.event, &StepOutcome{Result: StepCompleted, Duration: dur}, actx, rctx, cancel
 	}
-	ei := errorInfo(runErr)
+	ei := e.errs.errorInfo(runErr)
 	var pe *PanicError
 	if errors.As(runErr, &pe) {
-		ei.Type, ei.Stack = "panic", pe.Stack
+		ei.Type, ei.Stack = ErrorTypePanic, pe.Stack
 	}
-	if ei.Fatal || info.Attempt >= c.opts.retry.MaxAttempts {
+	if c.opts.retry.nonRetryable(ei.Type) {
+		ei.Fatal = true
+	}
+	if ei.Fatal || c.opts.retry.exhausted(info.Attempt) {
 		return worlds.Event{Type: worlds.EventStepFailed, CorrelationID: info.StepID, Error: ei},
 			&StepOutcome{Result: StepFailed, Duration: dur, Err: runErr}, actx, rctx, cancel
 	}
-	at := e.clock().Add(c.opts.retry.Backoff(info.Attempt)).UTC()
+	at := e.clock().Add(c.opts.retry.delay(info.RunID, info.StepID, info.Attempt)).UTC()
 	return worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: info.StepID, Error: ei, RetryAt: &at},
 		&StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at}, actx, rctx, cancel
 }

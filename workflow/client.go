@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -65,6 +66,13 @@ type Config struct {
 	// run's next delivery in this process resumes where it stopped instead of
 	// replaying the run; on by default. See [CacheConfig] and [CacheEnv].
 	Cache CacheConfig
+	// ErrorTypes registers Go error types under stable names, so a step error of
+	// one of them is recorded with its name and JSON value and errors.As on the
+	// type works in workflow code, live and after replay; see [NewErrorType].
+	ErrorTypes []ErrorType
+	// RetryPolicy is the retry policy of steps called without [WithRetry]; nil
+	// means [DefaultRetryPolicy] (3 attempts). [NewClient] rejects a bad one.
+	RetryPolicy *RetryPolicy
 }
 
 // engine is the validated runtime configuration.
@@ -80,6 +88,8 @@ type engine struct {
 	intercept  StepInterceptor
 	cache      *runCache // nil: no run cache
 	steps      *runningSteps
+	errs       *errorRegistry // nil: no registered error types
+	retry      RetryPolicy    // of steps without WithRetry
 }
 
 func newEngine(cfg Config) (*engine, error) {
@@ -106,6 +116,23 @@ func newEngine(cfg Config) (*engine, error) {
 	}
 	if err := cfg.Cache.validate(); err != nil {
 		return nil, err
+	}
+	errs, err := newErrorRegistry(cfg.ErrorTypes)
+	if err != nil {
+		return nil, err
+	}
+	e.errs = errs
+	e.retry = DefaultRetryPolicy
+	if cfg.RetryPolicy != nil {
+		if err := cfg.RetryPolicy.Validate(); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.Field = "Config." + ce.Field
+			}
+			return nil, err
+		}
+		e.retry = *cfg.RetryPolicy
+		e.retry.NonRetryableErrorTypes = slices.Clone(e.retry.NonRetryableErrorTypes)
 	}
 	if !cfg.Cache.Disabled && !cacheOffByEnv() {
 		e.cache = newRunCache(cfg.Cache, e.clock, e.obs)
@@ -247,8 +274,11 @@ type runner[I, O any] struct {
 func (r *runner[I, O]) Workflows() []string { return []string{r.wfName} }
 func (r *runner[I, O]) name() string        { return r.wfName }
 
+func (r *runner[I, O]) inputType() reflect.Type { return reflect.TypeFor[I]() }
+
 func (r *runner[I, O]) invoke(ctx Context, input json.RawMessage) (json.RawMessage, error) {
 	e := ctx.execution()
+	e.flow = r
 	var in I
 	if err := decode(input, &in); err != nil {
 		return nil, Fatal(&SerializationError{What: "workflow input", Err: err})
@@ -397,7 +427,7 @@ func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 			if run.Error != nil {
 				info = *run.Error
 			}
-			return run, &RunError{RunID: runID, Status: run.Status, Info: info}
+			return run, &RunError{RunID: runID, Status: run.Status, Info: info, reg: c.eng.errs}
 		case worlds.RunCancelled:
 			return run, &RunError{RunID: runID, Status: run.Status, Info: worlds.ErrorInfo{Message: cancelReason(run)}}
 		}

@@ -277,7 +277,7 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 			}
 			pre, ev = evs[:len(evs)-1], evs[len(evs)-1]
 		} else if x.err != nil {
-			ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(x.err)}, x.err
+			ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: e.errs.errorInfo(x.err)}, x.err
 		} else {
 			ev = worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}
 		}

@@ -97,8 +97,14 @@ type Event struct {
 // ErrorInfo is the persisted form of an error raised by workflow or step code.
 type ErrorInfo struct {
 	Message string `json:"message"`
-	// Type is the Go type of the original error, for display only.
+	// Type is the error's stable type name: the name of an application error or
+	// of a registered error type, else the Go type of the innermost error that is
+	// not a plain wrapper (such as fmt.Errorf's %w). Logs written by earlier
+	// versions may hold the Go type of the outermost error.
 	Type string `json:"type,omitempty"`
+	// Details is the error's JSON payload: an application error's details, or a
+	// registered error type's value, so workflow code can read it back.
+	Details json.RawMessage `json:"details,omitempty"`
 	// Fatal marks an error that stopped retries.
 	Fatal bool `json:"fatal,omitempty"`
 	// Stack is an optional stack trace of the failure.
@@ -140,6 +146,9 @@ func (e *Event) Validate() error {
 	case EventRunFailed, EventStepFailed, EventStepRetrying:
 		if e.Error == nil {
 			return invalid(e, "error", "required for "+string(e.Type))
+		}
+		if d := e.Error.Details; len(d) > 0 && !json.Valid(d) {
+			return invalid(e, "error.details", "not valid JSON")
 		}
 		if e.Type == EventStepRetrying && e.RetryAt == nil {
 			return invalid(e, "retryAt", "required for step_retrying")
