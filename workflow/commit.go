@@ -179,7 +179,8 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			// delivery in step_started: if the delivery dies during the attempt, its
 			// redelivery finds the step started under its own ID and queues the next
 			// attempt (requeuePending).
-			evs = append(evs, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID})
+			evs = append(evs, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID,
+				HeartbeatTimeout: p.step.opts.heartbeat})
 		}
 		// Marks (a Version record, a timer's cancellation) go last: a cancelled
 		// timer's wait_created may be in this very write.
