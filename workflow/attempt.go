@@ -57,7 +57,7 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 			if !deadline.IsZero() && d.Input.Attempt == step.Attempt && strings.HasPrefix(d.ID, heartbeatCheckPrefix(runID, stepID, step.Attempt)) {
 				// A heartbeat moved the deadline: check again then.
 				info := Info{RunID: runID, WorkflowName: wf, StepID: stepID, Attempt: step.Attempt}
-				return e.queueHeartbeatCheck(ctx, info, deadline)
+				return e.queueHeartbeatCheck(ctx, info, deadline, step.HeartbeatTimeout)
 			}
 			return nil
 		}
@@ -155,7 +155,7 @@ func (e *engine) attemptWith(ctx context.Context, info Info, c *captured, input,
 	var output json.RawMessage
 	var runErr error
 	if hb.timeout > 0 {
-		if err := e.queueHeartbeatCheck(ctx, info, start.Add(hb.timeout)); err != nil {
+		if err := e.queueHeartbeatCheck(ctx, info, start.Add(hb.timeout), hb.timeout); err != nil {
 			// This process still watches the attempt; only its death goes unnoticed
 			// until the delivery's lease runs out.
 			e.log.WarnContext(ctx, "queueing a step's heartbeat check", "run_id", info.RunID, "step_id", info.StepID, "error", err)

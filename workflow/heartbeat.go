@@ -266,11 +266,14 @@ func heartbeatCheckPrefix(runID, stepID string, attempt int) string {
 	return "hb-" + runID + "-" + stepID + "-" + strconv.Itoa(attempt) + "-"
 }
 
-// queueHeartbeatCheck queues a step delivery for the running attempt, due at
-// its heartbeat deadline: it records the timeout if no heartbeat came by then
+// queueHeartbeatCheck queues a step delivery for the running attempt, due just
+// after its heartbeat deadline: it records the timeout if no heartbeat came by then
 // and the process running the attempt did not (it died), and otherwise queues
 // itself again for the next deadline.
-func (e *engine) queueHeartbeatCheck(ctx context.Context, info Info, at time.Time) error {
+func (e *engine) queueHeartbeatCheck(ctx context.Context, info Info, deadline time.Time, timeout time.Duration) error {
+	// A little after the deadline, so a live process records the timeout itself,
+	// with the last details it holds.
+	at := deadline.Add(min(timeout/2, 5*time.Second))
 	_, err := e.world.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverStep, WorkflowName: info.WorkflowName, RunID: info.RunID,
 		StepID: info.StepID, Attempt: info.Attempt}, worlds.QueueOptions{DueAt: at, ID: heartbeatCheckID(info.RunID, info.StepID, info.Attempt, at)})
 	return err
