@@ -205,8 +205,8 @@ func (r *errorRegistry) decode(info *worlds.ErrorInfo) error {
 // errorInfo converts an error into its persisted form: its message, its stable
 // type name and details (see [worlds.ErrorInfo]), and whether it stops retries.
 func (r *errorRegistry) errorInfo(err error) *worlds.ErrorInfo {
-	var info *worlds.ErrorInfo
-	if errors.As(err, &info) && info != nil && errors.Unwrap(err) == nil {
+	if info, ok := err.(*worlds.ErrorInfo); ok && info != nil {
+		// Already the persisted form (a child's recorded end, say).
 		cp := *info
 		return &cp
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,7 +101,8 @@ func TestApplicationErrorsRoundTrip(t *testing.T) {
 					t.Fatalf("Result err = %v; want a *QuotaError with Limit 3 through errors.As", err)
 				}
 				var re *workflow.RunError
-				if !errors.As(err, &re) || re.Info.Type != "quota.exceeded" || string(re.Info.Details) != `{"limit":3}` {
+				if !errors.As(err, &re) || re.Info.Type != "quota.exceeded" || string(re.Info.Details) != `{"limit":3}` ||
+					!strings.HasPrefix(re.Info.Message, "giving up: ") {
 					t.Fatalf("run error info = %+v; want the step's registered type and details", re)
 				}
 				events, err := worlds.AllEvents(context.Background(), world, run.ID())
