@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -45,15 +46,29 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	if step.RetryAt != nil && now.Before(*step.RetryAt) {
 		return e.queueStep(ctx, wf, runID, stepID, *step.RetryAt) // arrived early
 	}
+	lost := false // the running attempt missed its heartbeat deadline
 	if step.Status == worlds.StepRunning && d.Attempt <= 1 && d.Input.Attempt <= step.Attempt {
 		// Another delivery is running this attempt; a worker that died running it
 		// leaves its own delivery to be redelivered (Attempt > 1), which starts the
-		// next attempt.
-		return nil
+		// next attempt. An attempt with a heartbeat timeout is checked by a
+		// delivery due at its deadline: past it, the attempt is failed here.
+		due, deadline := heartbeatDue(step, now)
+		if !due || d.Input.Attempt != step.Attempt {
+			if !deadline.IsZero() && d.Input.Attempt == step.Attempt && strings.HasPrefix(d.ID, heartbeatCheckPrefix(runID, stepID, step.Attempt)) {
+				// A heartbeat moved the deadline: check again then.
+				info := Info{RunID: runID, WorkflowName: wf, StepID: stepID, Attempt: step.Attempt}
+				return e.queueHeartbeatCheck(ctx, info, deadline, step.HeartbeatTimeout)
+			}
+			return nil
+		}
+		lost = true
 	}
 
 	if c := e.cache.step(runID, e.world, stepID); c != nil && c.name == step.StepName {
 		// The run's cached execution queued this step: it has the function.
+		if lost {
+			return e.heartbeatLost(ctx, run, step, c)
+		}
 		return e.startAttempt(ctx, d, run, step, c)
 	}
 	events, err := worlds.AllEvents(ctx, e.world, runID)
@@ -70,6 +85,9 @@ func (e *engine) runStep(ctx context.Context, d worlds.Delivery, f flow) error {
 	if x.outcome() != outCaptured || x.capture == nil {
 		return e.captureFailed(ctx, run, x)
 	}
+	if lost {
+		return e.heartbeatLost(ctx, run, step, x.capture)
+	}
 	return e.startAttempt(ctx, d, run, step, x.capture)
 }
 
@@ -79,12 +97,13 @@ func (e *engine) startAttempt(ctx context.Context, d worlds.Delivery, run worlds
 	now := e.clock()
 	attempt := step.Attempt + 1
 	info := Info{RunID: runID, WorkflowName: run.WorkflowName, StepID: stepID, StepName: step.StepName, Attempt: attempt}
-	if attempt > c.opts.retry.MaxAttempts {
+	if c.opts.retry.exhausted(step.Attempt) {
 		// The last attempt's worker died without recording an outcome.
 		ei := &worlds.ErrorInfo{Message: fmt.Sprintf("attempt %d of %d was lost with its worker; attempts exhausted", step.Attempt, c.opts.retry.MaxAttempts)}
 		return e.stepOutcome(ctx, ctx, info, worlds.Event{Type: worlds.EventStepFailed, CorrelationID: stepID, Error: ei}, nil)
 	}
-	if _, err := e.world.Append(ctx, runID, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: stepID, Attempt: attempt}); err != nil {
+	if _, err := e.world.Append(ctx, runID, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: stepID, Attempt: attempt,
+		HeartbeatTimeout: c.opts.heartbeat}); err != nil {
 		switch {
 		case errors.Is(err, worlds.ErrConflict), errors.Is(err, worlds.ErrGone):
 			return nil // a concurrent delivery started or finished it; the run went away
@@ -94,7 +113,7 @@ func (e *engine) startAttempt(ctx context.Context, d worlds.Delivery, run worlds
 		return err
 	}
 
-	ev, out, actx, rctx, cancel := e.attempt(ctx, info, c, step.Input)
+	ev, out, actx, rctx, cancel := e.attemptWith(ctx, info, c, step.Input, step.HeartbeatDetails)
 	defer cancel()
 	return e.stepOutcome(rctx, actx, info, ev, out)
 }
@@ -105,17 +124,37 @@ func (e *engine) startAttempt(ctx context.Context, d worlds.Delivery, run worlds
 // recorded even when the delivery is being cancelled (shutdown) and not run again
 // needlessly. cancel releases it.
 func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json.RawMessage) (ev worlds.Event, out *StepOutcome, actx, rctx context.Context, cancel context.CancelFunc) {
-	actx = withStepScope(withInfo(ctx, info), stepScope{world: e.world, runID: info.RunID})
+	return e.attemptWith(ctx, info, c, input, nil)
+}
+
+// attemptWith is attempt for an attempt that follows earlier ones, whose last
+// recorded heartbeat details were prev.
+func (e *engine) attemptWith(ctx context.Context, info Info, c *captured, input, prev json.RawMessage) (ev worlds.Event, out *StepOutcome, actx, rctx context.Context, cancel context.CancelFunc) {
+	hb := newHeartbeat(e, info, c.opts.heartbeat, prev)
+	actx = withStepScope(withInfo(ctx, info), stepScope{world: e.world, runID: info.RunID, beat: hb})
 	actx = e.obs.StepStarted(actx, info)
-	// A cancel of the run sent from this process interrupts the attempt.
+	// A cancel of the run sent from this process interrupts the attempt, and so
+	// does a heartbeat the World refuses.
 	callCtx, cancelRun := context.WithCancelCause(actx)
+	hb.cancel = cancelRun
 	done := e.steps.add(info.RunID, cancelRun)
 	cancelCall := context.CancelFunc(func() {})
 	if c.opts.timeout > 0 {
 		callCtx, cancelCall = context.WithTimeout(callCtx, c.opts.timeout)
 	}
 	start := e.clock()
-	output, runErr := e.callStep(callCtx, info, c, input)
+	var output json.RawMessage
+	var runErr error
+	if hb.timeout > 0 {
+		if err := e.queueHeartbeatCheck(ctx, info, start.Add(hb.timeout), hb.timeout); err != nil {
+			// This process still watches the attempt; only its death goes unnoticed
+			// until the delivery's lease runs out.
+			e.log.WarnContext(ctx, "queueing a step's heartbeat check", "run_id", info.RunID, "step_id", info.StepID, "error", err)
+		}
+		output, runErr = e.watch(callCtx, cancelRun, hb, c, input)
+	} else {
+		output, runErr = e.callStep(callCtx, info, c, input)
+	}
 	cancelCall()
 	done()
 	cancelRun(nil)
@@ -132,18 +171,36 @@ func (e *engine) attempt(ctx context.Context, info Info, c *captured, input json
 		// has ended already.
 		return cr.event, &StepOutcome{Result: StepCompleted, Duration: dur}, actx, rctx, cancel
 	}
-	ei := errorInfo(runErr)
+	ei := e.errs.errorInfo(runErr)
 	var pe *PanicError
 	if errors.As(runErr, &pe) {
-		ei.Type, ei.Stack = "panic", pe.Stack
+		ei.Type, ei.Stack = ErrorTypePanic, pe.Stack
 	}
-	if ei.Fatal || info.Attempt >= c.opts.retry.MaxAttempts {
-		return worlds.Event{Type: worlds.EventStepFailed, CorrelationID: info.StepID, Error: ei},
-			&StepOutcome{Result: StepFailed, Duration: dur, Err: runErr}, actx, rctx, cancel
+	ev = e.failure(info, c.opts.retry, ei)
+	if errors.Is(runErr, ErrHeartbeatTimeout) {
+		// A step delivery at the deadline may record the same timeout: only one
+		// of them ends this attempt, and neither a later one.
+		ev.Attempt = info.Attempt
 	}
-	at := e.clock().Add(c.opts.retry.Backoff(info.Attempt)).UTC()
-	return worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: info.StepID, Error: ei, RetryAt: &at},
-		&StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: at}, actx, rctx, cancel
+	if ev.Type == worlds.EventStepFailed {
+		return ev, &StepOutcome{Result: StepFailed, Duration: dur, Err: runErr}, actx, rctx, cancel
+	}
+	hb.flush(rctx)
+	return ev, &StepOutcome{Result: StepRetrying, Duration: dur, Err: runErr, RetryAt: *ev.RetryAt}, actx, rctx, cancel
+}
+
+// failure is the event recording that attempt info failed with ei under
+// policy: step_failed for a non-retryable error or the last attempt, else
+// step_retrying at the policy's delay.
+func (e *engine) failure(info Info, policy RetryPolicy, ei *worlds.ErrorInfo) worlds.Event {
+	if policy.nonRetryable(ei.Type) {
+		ei.Fatal = true
+	}
+	if ei.Fatal || policy.exhausted(info.Attempt) {
+		return worlds.Event{Type: worlds.EventStepFailed, CorrelationID: info.StepID, Error: ei}
+	}
+	at := e.clock().Add(policy.delay(info.RunID, info.StepID, info.Attempt)).UTC()
+	return worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: info.StepID, Error: ei, RetryAt: &at}
 }
 
 // stepOutcome records how an attempt ended and queues what comes next.

@@ -293,12 +293,12 @@ func endedRun(run worlds.Run, ev worlds.Event) worlds.Run {
 
 // childError is what the Future of a child started at parent operation stepID
 // returns for a failed outcome.
-func childError(parentID, stepID string, info worlds.ErrorInfo) error {
+func childError(parentID, stepID string, info worlds.ErrorInfo, reg *errorRegistry) error {
 	status := worlds.RunFailed
 	if info.Type == childCancelledType {
 		status = worlds.RunCancelled
 	}
-	return &RunError{RunID: ChildRunID(parentID, stepID), Status: status, Info: info}
+	return &RunError{RunID: ChildRunID(parentID, stepID), Status: status, Info: info, reg: reg}
 }
 
 // cancelChildren cancels the children that parent run runID started and that

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -81,6 +82,13 @@ type Config struct {
 	CodeErrors CodeErrorPolicy
 	// BlockedRetry is the backoff of a blocked run's deliveries.
 	BlockedRetry BlockedRetry
+	// ErrorTypes registers Go error types under stable names, so a step error of
+	// one of them is recorded with its name and JSON value and errors.As on the
+	// type works in workflow code, live and after replay; see [NewErrorType].
+	ErrorTypes []ErrorType
+	// RetryPolicy is the retry policy of steps called without [WithRetry]; nil
+	// means [DefaultRetryPolicy] (3 attempts). [NewClient] rejects a bad one.
+	RetryPolicy *RetryPolicy
 }
 
 // engine is the validated runtime configuration.
@@ -99,6 +107,8 @@ type engine struct {
 	deadlock     time.Duration // zero: DefaultDeadlockTimeout
 	codeErrors   CodeErrorPolicy
 	blockedRetry BlockedRetry
+	errs         *errorRegistry // nil: no registered error types
+	retry        RetryPolicy    // of steps without WithRetry
 }
 
 func newEngine(cfg Config) (*engine, error) {
@@ -134,6 +144,23 @@ func newEngine(cfg Config) (*engine, error) {
 	var err error
 	if e.blockedRetry, err = cfg.BlockedRetry.withDefaults(); err != nil {
 		return nil, err
+	}
+	errs, err := newErrorRegistry(cfg.ErrorTypes)
+	if err != nil {
+		return nil, err
+	}
+	e.errs = errs
+	e.retry = DefaultRetryPolicy
+	if cfg.RetryPolicy != nil {
+		if err := cfg.RetryPolicy.Validate(); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.Field = "Config." + ce.Field
+			}
+			return nil, err
+		}
+		e.retry = *cfg.RetryPolicy
+		e.retry.NonRetryableErrorTypes = slices.Clone(e.retry.NonRetryableErrorTypes)
 	}
 	if !cfg.Cache.Disabled && !cacheOffByEnv() {
 		e.cache = newRunCache(cfg.Cache, e.clock, e.obs)
@@ -282,8 +309,11 @@ func (r *runner[I, O]) codeErrors() *CodeErrorPolicy { return r.opts.codeErrors 
 func (r *runner[I, O]) Workflows() []string { return []string{r.wfName} }
 func (r *runner[I, O]) name() string        { return r.wfName }
 
+func (r *runner[I, O]) inputType() reflect.Type { return reflect.TypeFor[I]() }
+
 func (r *runner[I, O]) invoke(ctx Context, input json.RawMessage) (json.RawMessage, error) {
 	e := ctx.execution()
+	e.flow = r
 	var in I
 	if err := decode(input, &in); err != nil {
 		return nil, Fatal(&SerializationError{What: "workflow input", Err: err})
@@ -437,7 +467,7 @@ func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 			if run.Error != nil {
 				info = *run.Error
 			}
-			return run, &RunError{RunID: runID, Status: run.Status, Info: info}
+			return run, &RunError{RunID: runID, Status: run.Status, Info: info, reg: c.eng.errs}
 		case worlds.RunCancelled:
 			return run, &RunError{RunID: runID, Status: run.Status, Info: worlds.ErrorInfo{Message: cancelReason(run)}}
 		}

@@ -188,7 +188,8 @@ func (e *engine) drive(ctx context.Context, d worlds.Delivery, info Info, x *exe
 			// delivery in step_started: if the delivery dies during the attempt, its
 			// redelivery finds the step started under its own ID and queues the next
 			// attempt (requeuePending).
-			evs = append(evs, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID})
+			evs = append(evs, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: p.event.CorrelationID, Attempt: 1, DeliveryID: d.ID,
+				HeartbeatTimeout: p.step.opts.heartbeat})
 		}
 		// Marks (a Version record, a timer's cancellation) go last: a cancelled
 		// timer's wait_created may be in this very write.
@@ -286,7 +287,7 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 			}
 			pre, ev = evs[:len(evs)-1], evs[len(evs)-1]
 		} else if x.err != nil {
-			ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: errorInfo(x.err)}, x.err
+			ev, cause = worlds.Event{Type: worlds.EventRunFailed, Error: e.errs.errorInfo(x.err)}, x.err
 		} else {
 			ev = worlds.Event{Type: worlds.EventRunCompleted, Output: x.output}
 		}

@@ -1,10 +1,12 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +50,12 @@ func (e *ContinueAsNewError) Error() string {
 //		return 0, workflow.ContinueAsNew(ctx, state)
 //	}
 //
-// It returns a *[ContinueAsNewError], or an error matching [ErrSerialization]
-// when in cannot be encoded. The run ends completed, with the attribute
+// It returns a *[ContinueAsNewError]; an error matching [ErrSerialization]
+// when in cannot be encoded; and a *[ContinueAsNewInputError] (matching
+// [ErrInputType]) when in does not fit the workflow's input type: it is neither
+// of a type assignable to it nor JSON that decodes into it, so the next run
+// could not read it. Nothing is recorded in either case; [ContinueAs] makes the
+// compiler check the type instead. The run ends completed, with the attribute
 // [AttrContinuedAs] naming the next run and an output of {"continuedAs": ID};
 // the next run carries [AttrContinuedFrom], [AttrChain], [AttrGeneration] and
 // the run's other attributes, including a child's link to its parent, but not
@@ -69,7 +75,77 @@ func ContinueAsNew[I any](ctx Context, in I) error {
 	if err != nil {
 		return err
 	}
+	if err := e.fitsInput(reflect.TypeFor[I](), raw); err != nil {
+		return err
+	}
 	return &ContinueAsNewError{Input: raw}
+}
+
+// ContinueAs is [ContinueAsNew] tied to the workflow type W, so the compiler
+// checks in against W's input type:
+//
+//	func (Loop) Run(ctx workflow.Context, n int) (int, error) {
+//		...
+//		return 0, workflow.ContinueAs[Loop](ctx, n+1) // "one" does not compile
+//	}
+//
+// W must be the running workflow (its runs recorded under the same name,
+// [worlds.WorkflowName]); otherwise it returns a *[ContinueAsNewInputError]
+// and records nothing, as continue-as-new always starts the same workflow.
+func ContinueAs[W Workflow[I, O], I, O any](ctx Context, in I) error {
+	e, err := execOf(ctx)
+	if err != nil {
+		return err
+	}
+	e.enter()
+	if name := worlds.WorkflowName[W](); name != e.wfName {
+		return &ContinueAsNewInputError{Workflow: e.wfName, Want: e.wfName, Got: name,
+			Reason: "continue-as-new starts the running workflow, not another one"}
+	}
+	return ContinueAsNew(ctx, in)
+}
+
+// ErrInputType: a value given as a workflow's input does not fit its input type.
+var ErrInputType = errors.New("workflow: input does not fit the workflow's input type")
+
+// ContinueAsNewInputError is what [ContinueAsNew] and [ContinueAs] return for an
+// input the next run could not decode, or for a workflow type that is not the
+// running one. It matches [ErrInputType].
+type ContinueAsNewInputError struct {
+	// Workflow is the running workflow's name.
+	Workflow string
+	// Want is the workflow's input type (for ContinueAs of another workflow,
+	// its name); Got is the type (or workflow name) given.
+	Want, Got string
+	// Reason says why they do not fit.
+	Reason string
+}
+
+func (e *ContinueAsNewInputError) Error() string {
+	return fmt.Sprintf("workflow: continue-as-new of %s: %s does not fit %s: %s", e.Workflow, e.Got, e.Want, e.Reason)
+}
+
+// Is matches [ErrInputType].
+func (e *ContinueAsNewInputError) Is(target error) bool { return target == ErrInputType }
+
+// fitsInput checks a continue-as-new input of static type got, encoded as raw,
+// against the running workflow's input type: a type assignable to it fits, and
+// so does JSON that decodes into it without unknown fields, such as an untyped
+// constant's int for an int64 input.
+func (e *execution) fitsInput(got reflect.Type, raw json.RawMessage) error {
+	if e.flow == nil {
+		return nil
+	}
+	want := e.flow.inputType()
+	if got.AssignableTo(want) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(reflect.New(want).Interface()); err != nil {
+		return &ContinueAsNewInputError{Workflow: e.wfName, Want: want.String(), Got: got.String(), Reason: err.Error()}
+	}
+	return nil
 }
 
 // continuation is the next run of a chain.

@@ -45,8 +45,14 @@
 // the run at once instead. A step's failure, or an error the code returns, is
 // not a code error and ends the run as the code decides.
 //
-// Steps run at least once, with a retry policy (3 attempts with exponential
-// backoff by default). A step that is the only new operation the code reaches runs
+// Steps run at least once, with a retry policy: a step without [WithRetry] uses
+// [Config].RetryPolicy, by default [DefaultRetryPolicy] (3 attempts, 1s then 2s
+// apart); in a [RetryPolicy] given with WithRetry, zero fields mean Temporal's
+// defaults (unlimited attempts, 1s, multiplier 2, capped at 100 times the initial
+// interval, with jitter), so RetryPolicy{} retries until the step succeeds or
+// returns a non-retryable error. A bad policy is a *[ConfigError] naming the field,
+// from NewClient or from the step call, before anything is recorded. A step that
+// is the only new operation the code reaches runs
 // inline, in the workflow's delivery, recorded as started in the same append that
 // creates it; its outcome is handed to the code at once and appended together with
 // whatever the code reaches next (the next step, a sleep, a hook, the run's end),
@@ -55,8 +61,26 @@
 // outcome: the delivery's redelivery runs it again. Parallel steps, retries, steps
 // reached after the entry point's hand-off time, the step after every 64 run
 // inline by one delivery, and every step with [Config].QueueSteps run in
-// deliveries of their own. A step returning an error wrapped with [Fatal] is not
-// retried. Steps may write chunks to named streams with [WriteStream];
+// deliveries of their own. A step returning an error wrapped with [Fatal], a
+// non-retryable [ApplicationError], or an error whose type name is in the
+// policy's NonRetryableErrorTypes is not retried.
+//
+// Errors: a step's failure is recorded with its message, a stable type name and
+// JSON details ([worlds.ErrorInfo]), and workflow code reads it back the same live
+// and on replay, as a *[StepError] that errors.As turns into an
+// *[ApplicationError] ([NewError], [NewNonRetryableError], [ErrorDetails]) and,
+// for Go error types registered in [Config].ErrorTypes ([NewErrorType]), into a
+// value of the original type. The type name of an unregistered error is the Go
+// type of the first error in its chain that is not a plain wrapper (fmt.Errorf's
+// %w, errors.Join, Fatal); the runtime's own are [ErrorTypePanic] and
+// [ErrorTypeHeartbeatTimeout]. A run that fails with a step's error records that
+// step's type and details, and [RunError] unwraps the same way.
+//
+// Heartbeats: a long step calls [Heartbeat] with its progress; with
+// [WithHeartbeatTimeout] an attempt that stops heartbeating is failed with a
+// retryable [ErrorTypeHeartbeatTimeout] error well before the delivery's lease
+// runs out, whether its process hangs or died, and the next attempt resumes from
+// [HeartbeatDetails]. Steps may write chunks to named streams with [WriteStream];
 // clients read them with [Client.ReadStream].
 //
 // Child runs and long-lived runs: [StartChild] starts a run of another workflow

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -20,6 +21,8 @@ import (
 type flow interface {
 	name() string
 	invoke(ctx Context, input json.RawMessage) (json.RawMessage, error)
+	// inputType is the workflow's input type, to check a continue-as-new input.
+	inputType() reflect.Type
 }
 
 type execMode int
@@ -72,6 +75,7 @@ type pendingOp struct {
 type execution struct {
 	rt     *engine
 	world  worlds.World
+	flow   flow // the workflow it runs, set by its invoke
 	hist   *history
 	runID  string
 	wfName string

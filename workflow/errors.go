@@ -3,7 +3,6 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/cairn-go/cairn/worlds"
 )
@@ -60,10 +59,15 @@ func Fatal(err error) error {
 	return &FatalError{Err: err}
 }
 
-// IsFatal reports whether err stops retries.
+// IsFatal reports whether err stops retries: it wraps a [FatalError] or a
+// non-retryable [ApplicationError].
 func IsFatal(err error) bool {
 	var f *FatalError
-	return errors.As(err, &f)
+	if errors.As(err, &f) {
+		return true
+	}
+	var a *ApplicationError
+	return errors.As(err, &a) && a.NonRetryable
 }
 
 // NondeterminismError reports where workflow code diverged from its history.
@@ -109,10 +113,14 @@ func (e *SerializationError) Is(target error) bool {
 func (e *SerializationError) Unwrap() error { return e.Err }
 
 // StepError is what [Step] and [Future.Get] return for a step that failed for good.
-// It carries the persisted error, so it reads the same on replay as live.
+// It carries the persisted error, so it reads the same on replay as live, and
+// unwraps to an [ApplicationError] built from it (type name, message, details)
+// and, when the step's error was of a type listed in [Config].ErrorTypes, to a
+// value of that type decoded from the details: errors.As finds either.
 type StepError struct {
 	StepID, StepName string
 	Info             worlds.ErrorInfo
+	reg              *errorRegistry
 }
 
 func (e *StepError) Error() string {
@@ -122,8 +130,9 @@ func (e *StepError) Error() string {
 // Is matches [ErrStepFailed].
 func (e *StepError) Is(target error) bool { return target == ErrStepFailed }
 
-// Unwrap returns the persisted error info.
-func (e *StepError) Unwrap() error { return &e.Info }
+// Unwrap returns the persisted error info, the [ApplicationError] it records and,
+// for a registered error type, the decoded value.
+func (e *StepError) Unwrap() []error { return unwrapInfo(&e.Info, e.reg) }
 
 // RunError is what [Run.Result] returns for a failed or cancelled run.
 type RunError struct {
@@ -131,6 +140,7 @@ type RunError struct {
 	Status worlds.RunStatus
 	// Info is the persisted failure; for a cancelled run its Message is the reason.
 	Info worlds.ErrorInfo
+	reg  *errorRegistry
 }
 
 func (e *RunError) Error() string {
@@ -146,8 +156,11 @@ func (e *RunError) Is(target error) bool {
 		(target == ErrRunCancelled && e.Status == worlds.RunCancelled)
 }
 
-// Unwrap returns the persisted error info.
-func (e *RunError) Unwrap() error { return &e.Info }
+// Unwrap returns the persisted error info, the [ApplicationError] it records
+// (the type name and details of the error the run failed with, which is a failed
+// step's when the code returned that step's error) and, for a registered error
+// type, the decoded value.
+func (e *RunError) Unwrap() []error { return unwrapInfo(&e.Info, e.reg) }
 
 // ConfigError names a bad configuration field and value. It matches [ErrInvalidConfig].
 type ConfigError struct {
@@ -162,21 +175,6 @@ func (e *ConfigError) Error() string {
 
 // Is matches [ErrInvalidConfig].
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// errorInfo converts an error into its persisted form.
-func errorInfo(err error) *worlds.ErrorInfo {
-	var info *worlds.ErrorInfo
-	if errors.As(err, &info) && info != nil && errors.Unwrap(err) == nil {
-		cp := *info
-		return &cp
-	}
-	t := reflect.TypeOf(err)
-	var fe *FatalError
-	if errors.As(err, &fe) && fe.Err != nil {
-		t = reflect.TypeOf(fe.Err)
-	}
-	return &worlds.ErrorInfo{Message: err.Error(), Type: t.String(), Fatal: IsFatal(err)}
-}
 
 // CancelledError is what workflow operations return once the run was asked to
 // stop with [Client.Cancel] (or the RPC's runs.cancel, or the web UI). It

@@ -6,7 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,78 +18,166 @@ import (
 
 // RetryPolicy says how often and how fast a failing step is retried. Attempt n
 // (n >= 2) starts InitialInterval * Multiplier^(n-2) after attempt n-1 failed,
-// capped at MaxInterval.
+// capped at MaxInterval and then jittered.
+//
+// Zero fields take Temporal's defaults, so RetryPolicy{} is a valid policy:
+// unlimited attempts, 1s initial interval, multiplier 2, capped at 100 times the
+// initial interval, with jitter. That is not the policy of a step without
+// [WithRetry]: such a step uses [Config].RetryPolicy, by default
+// [DefaultRetryPolicy] (3 attempts). A step without the option thus keeps
+// failing after 3 attempts, while WithRetry(RetryPolicy{}) retries until the
+// step succeeds or returns a non-retryable error: an error wrapped with [Fatal],
+// a non-retryable [ApplicationError], or one whose type name is in
+// NonRetryableErrorTypes.
+//
+// A bad policy (a negative field, a multiplier below 1, a cap below the initial
+// interval, an empty type name) is rejected with a *[ConfigError] naming the field
+// and value: by [NewClient] for [Config].RetryPolicy, and by [Go] or [Step], before
+// anything is recorded, for one given with [WithRetry]. Call [RetryPolicy.Validate]
+// where a policy is built from configuration to find out there.
 type RetryPolicy struct {
-	// MaxAttempts counts every attempt, the first included; 1 disables retries.
-	MaxAttempts     int
+	// MaxAttempts counts every attempt, the first included; 1 disables retries
+	// and 0 means unlimited.
+	MaxAttempts int
+	// InitialInterval is the delay before the second attempt; 0 means 1s.
 	InitialInterval time.Duration
-	MaxInterval     time.Duration
-	Multiplier      float64
+	// MaxInterval caps every delay; 0 means 100 * InitialInterval.
+	MaxInterval time.Duration
+	// Multiplier grows the delay after each attempt; 0 means 2, else at least 1.
+	Multiplier float64
+	// NoJitter turns off jitter. By default each delay is shortened by up to 20%,
+	// by an amount fixed per run, step and attempt, so steps that failed together
+	// are not all retried at the same instant.
+	NoJitter bool
+	// NonRetryableErrorTypes lists error type names that fail the step at once,
+	// without further attempts: the Type of an [ApplicationError], the name of a
+	// registered error type ([NewErrorType]), or the recorded type of any other
+	// error (see [worlds.ErrorInfo].Type), such as [ErrorTypeHeartbeatTimeout]
+	// or [ErrorTypePanic].
+	NonRetryableErrorTypes []string
 }
 
-// DefaultRetryPolicy is used by steps without [WithRetry]: 3 attempts, 1s then 2s apart.
+// Defaults of the zero fields of a [RetryPolicy].
+const (
+	DefaultRetryInitialInterval = time.Second
+	DefaultRetryMultiplier      = 2.0
+	// DefaultRetryMaxIntervalFactor times InitialInterval is the cap of a policy
+	// whose MaxInterval is zero.
+	DefaultRetryMaxIntervalFactor = 100
+	// RetryJitter is the largest fraction jitter takes off a delay.
+	RetryJitter = 0.2
+)
+
+// DefaultRetryPolicy is used by steps without [WithRetry] when [Config].RetryPolicy
+// is nil: 3 attempts, 1s then 2s apart (before jitter), capped at a minute.
 var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, MaxInterval: time.Minute, Multiplier: 2}
 
-func (p RetryPolicy) validate() error {
+// Validate reports the first bad field of p as a *[ConfigError], or nil.
+func (p RetryPolicy) Validate() error {
 	switch {
-	case p.MaxAttempts < 1:
-		return &ConfigError{Field: "RetryPolicy.MaxAttempts", Value: p.MaxAttempts, Reason: "must be at least 1"}
+	case p.MaxAttempts < 0:
+		return &ConfigError{Field: "RetryPolicy.MaxAttempts", Value: p.MaxAttempts, Reason: "must not be negative (0 means unlimited)"}
 	case p.InitialInterval < 0:
-		return &ConfigError{Field: "RetryPolicy.InitialInterval", Value: p.InitialInterval, Reason: "must not be negative"}
+		return &ConfigError{Field: "RetryPolicy.InitialInterval", Value: p.InitialInterval, Reason: "must not be negative (0 means 1s)"}
 	case p.MaxInterval < 0:
-		return &ConfigError{Field: "RetryPolicy.MaxInterval", Value: p.MaxInterval, Reason: "must not be negative"}
-	case p.Multiplier != 0 && p.Multiplier < 1:
-		return &ConfigError{Field: "RetryPolicy.Multiplier", Value: p.Multiplier, Reason: "must be 0 (meaning 2) or at least 1"}
+		return &ConfigError{Field: "RetryPolicy.MaxInterval", Value: p.MaxInterval, Reason: "must not be negative (0 means 100 times InitialInterval)"}
+	case math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0) || (p.Multiplier != 0 && p.Multiplier < 1):
+		return &ConfigError{Field: "RetryPolicy.Multiplier", Value: p.Multiplier, Reason: "must be 0 (meaning 2) or a finite number of at least 1"}
+	case p.MaxInterval > 0 && p.MaxInterval < p.initial():
+		return &ConfigError{Field: "RetryPolicy.MaxInterval", Value: p.MaxInterval, Reason: "must not be below InitialInterval " + p.initial().String()}
+	}
+	for i, t := range p.NonRetryableErrorTypes {
+		if t == "" {
+			return &ConfigError{Field: fmt.Sprintf("RetryPolicy.NonRetryableErrorTypes[%d]", i), Value: `""`, Reason: "must not be empty"}
+		}
 	}
 	return nil
 }
 
-// Backoff returns the delay before attempt+1 after attempt failed.
+func (p RetryPolicy) initial() time.Duration {
+	if p.InitialInterval == 0 {
+		return DefaultRetryInitialInterval
+	}
+	return p.InitialInterval
+}
+
+// exhausted reports whether attempt was the policy's last.
+func (p RetryPolicy) exhausted(attempt int) bool {
+	return p.MaxAttempts > 0 && attempt >= p.MaxAttempts
+}
+
+// nonRetryable reports whether errors of type typ fail the step at once.
+func (p RetryPolicy) nonRetryable(typ string) bool {
+	return typ != "" && slices.Contains(p.NonRetryableErrorTypes, typ)
+}
+
+// Backoff returns the delay before attempt+1 after attempt failed, with the zero
+// fields' defaults and before jitter.
 func (p RetryPolicy) Backoff(attempt int) time.Duration {
 	m := p.Multiplier
 	if m == 0 {
-		m = 2
+		m = DefaultRetryMultiplier
 	}
-	d := float64(p.InitialInterval)
+	initial := p.initial()
+	limit := p.MaxInterval
+	if limit == 0 {
+		limit = DefaultRetryMaxIntervalFactor * initial
+	}
+	d := float64(initial)
 	for i := 1; i < attempt; i++ {
 		d *= m
-		if p.MaxInterval > 0 && d >= float64(p.MaxInterval) {
-			return p.MaxInterval
+		if d >= float64(limit) {
+			return limit
 		}
 	}
-	if p.MaxInterval > 0 && d > float64(p.MaxInterval) {
-		return p.MaxInterval
+	return min(time.Duration(d), limit)
+}
+
+// delay is Backoff(attempt) with the policy's jitter for one attempt of one step.
+func (p RetryPolicy) delay(runID, stepID string, attempt int) time.Duration {
+	d := p.Backoff(attempt)
+	if p.NoJitter || d <= 0 {
+		return d
 	}
-	return time.Duration(d)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d", runID, stepID, attempt)
+	frac := float64(h.Sum64()>>11) / (1 << 53) // uniform in [0, 1)
+	return d - time.Duration(float64(d)*RetryJitter*frac)
 }
 
 type stepOptions struct {
-	retry   RetryPolicy
-	timeout time.Duration
+	retry     RetryPolicy
+	timeout   time.Duration
+	heartbeat time.Duration
 }
 
 // StepOption configures one step call.
 type StepOption func(*stepOptions)
 
-// WithRetry sets the step's retry policy.
+// WithRetry sets the step's retry policy; see [RetryPolicy] for what its zero
+// fields mean.
 func WithRetry(p RetryPolicy) StepOption { return func(o *stepOptions) { o.retry = p } }
 
-// WithMaxAttempts keeps the default backoff and sets the number of attempts.
+// WithMaxAttempts keeps the step's policy otherwise and sets the number of
+// attempts; 0 means unlimited.
 func WithMaxAttempts(n int) StepOption { return func(o *stepOptions) { o.retry.MaxAttempts = n } }
 
 // WithTimeout bounds each attempt: its context is cancelled after d.
 func WithTimeout(d time.Duration) StepOption { return func(o *stepOptions) { o.timeout = d } }
 
-func buildStepOptions(opts []StepOption) (stepOptions, error) {
-	o := stepOptions{retry: DefaultRetryPolicy}
+func buildStepOptions(def RetryPolicy, opts []StepOption) (stepOptions, error) {
+	o := stepOptions{retry: def}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := o.retry.validate(); err != nil {
+	if err := o.retry.Validate(); err != nil {
 		return o, err
 	}
 	if o.timeout < 0 {
 		return o, &ConfigError{Field: "WithTimeout", Value: o.timeout, Reason: "must not be negative"}
+	}
+	if o.heartbeat < 0 {
+		return o, &ConfigError{Field: "WithHeartbeatTimeout", Value: o.heartbeat, Reason: "must not be negative"}
 	}
 	return o, nil
 }
@@ -117,7 +208,7 @@ func Go[I, O any](ctx Context, name string, fn func(context.Context, I) (O, erro
 		e.enter()
 		return &Future[O]{err: &ConfigError{Field: "step name and function", Value: fmt.Sprintf("%q", name), Reason: "both are required"}}
 	}
-	o, err := buildStepOptions(opts)
+	o, err := buildStepOptions(e.rt.retry, opts)
 	if err != nil {
 		e.enter()
 		return &Future[O]{err: err}
@@ -172,9 +263,9 @@ func (f *Future[O]) Get(ctx Context) (O, error) {
 			info = *f.rec.done.Error
 		}
 		if strings.HasPrefix(f.name, childStepPrefix) {
-			return zero, childError(e.runID, f.id, info)
+			return zero, childError(e.runID, f.id, info, e.rt.errs)
 		}
-		return zero, &StepError{StepID: f.id, StepName: f.name, Info: info}
+		return zero, &StepError{StepID: f.id, StepName: f.name, Info: info, reg: e.rt.errs}
 	}
 	var out O
 	if err := decode(f.rec.done.Output, &out); err != nil {

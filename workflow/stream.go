@@ -15,6 +15,7 @@ type stepScopeKey struct{}
 type stepScope struct {
 	world worlds.World
 	runID string
+	beat  *heartbeat
 }
 
 func withStepScope(ctx context.Context, s stepScope) context.Context {

@@ -173,9 +173,9 @@ func TestBadStepOptions(t *testing.T) {
 	}
 }
 
-// BadOpts asks for zero attempts.
+// BadOpts asks for a negative number of attempts.
 type BadOpts struct{}
 
 func (BadOpts) Run(ctx workflow.Context, _ int) (int, error) {
-	return workflow.Step(ctx, "x", func(context.Context, int) (int, error) { return 0, nil }, 0, workflow.WithMaxAttempts(0))
+	return workflow.Step(ctx, "x", func(context.Context, int) (int, error) { return 0, nil }, 0, workflow.WithMaxAttempts(-1))
 }

@@ -23,6 +23,9 @@ const (
 	EventStepCompleted EventType = "step_completed" // Output
 	EventStepFailed    EventType = "step_failed"    // Error (fatal, or attempts exhausted)
 	EventStepRetrying  EventType = "step_retrying"  // Error, RetryAt
+	// EventStepHeartbeat records that the running attempt Attempt of a step is
+	// alive, with its latest progress details (Payload, optional).
+	EventStepHeartbeat EventType = "step_heartbeat" // Attempt, Payload
 
 	EventHookCreated  EventType = "hook_created"  // Token, Metadata
 	EventHookConflict EventType = "hook_conflict" // Token (written instead of hook_created when another hook owns it)
@@ -52,7 +55,7 @@ const WaitCancelled = "cancelled"
 // EventTypes lists every event type, in a stable order.
 var EventTypes = []EventType{
 	EventRunCreated, EventRunStarted, EventRunCompleted, EventRunFailed, EventRunCancelled,
-	EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying,
+	EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying, EventStepHeartbeat,
 	EventHookCreated, EventHookConflict, EventHookReceived, EventHookDisposed,
 	EventWaitCreated, EventWaitCompleted,
 	EventAttributesSet,
@@ -89,27 +92,36 @@ type Event struct {
 	CorrelationID string    `json:"correlationId,omitempty"`
 	CreatedAt     time.Time `json:"createdAt"`
 
-	WorkflowName string            `json:"workflowName,omitempty"` // run_created
-	StepName     string            `json:"stepName,omitempty"`     // step_created
-	Input        json.RawMessage   `json:"input,omitempty"`        // run_created, step_created
-	Output       json.RawMessage   `json:"output,omitempty"`       // run_completed, step_completed
-	Error        *ErrorInfo        `json:"error,omitempty"`        // run_failed, step_failed, step_retrying, run_blocked
-	Attempt      int               `json:"attempt,omitempty"`      // step_started
-	DeliveryID   string            `json:"deliveryId,omitempty"`   // step_started: the delivery running the attempt inline, if any
-	RetryAt      *time.Time        `json:"retryAt,omitempty"`      // step_retrying
-	ResumeAt     *time.Time        `json:"resumeAt,omitempty"`     // wait_created
-	Token        string            `json:"token,omitempty"`        // hook_created, hook_conflict
-	Metadata     json.RawMessage   `json:"metadata,omitempty"`     // hook_created
-	Payload      json.RawMessage   `json:"payload,omitempty"`      // hook_received
-	Attributes   map[string]string `json:"attributes,omitempty"`   // run_created, attributes_set
-	Reason       string            `json:"reason,omitempty"`       // run_cancelled; wait_completed ("" or WaitCancelled)
+	WorkflowName string          `json:"workflowName,omitempty"` // run_created
+	StepName     string          `json:"stepName,omitempty"`     // step_created
+	Input        json.RawMessage `json:"input,omitempty"`        // run_created, step_created
+	Output       json.RawMessage `json:"output,omitempty"`       // run_completed, step_completed
+	Error        *ErrorInfo      `json:"error,omitempty"`        // run_failed, step_failed, step_retrying, run_blocked
+	Attempt      int             `json:"attempt,omitempty"`      // step_started, step_heartbeat; step_retrying and step_failed: the attempt they end, when given
+	DeliveryID   string          `json:"deliveryId,omitempty"`   // step_started: the delivery running the attempt inline, if any
+	// HeartbeatTimeout, on step_started, is how long the attempt may go without
+	// a step_heartbeat before it counts as lost; zero means no limit.
+	HeartbeatTimeout time.Duration     `json:"heartbeatTimeout,omitempty"`
+	RetryAt          *time.Time        `json:"retryAt,omitempty"`    // step_retrying
+	ResumeAt         *time.Time        `json:"resumeAt,omitempty"`   // wait_created
+	Token            string            `json:"token,omitempty"`      // hook_created, hook_conflict
+	Metadata         json.RawMessage   `json:"metadata,omitempty"`   // hook_created
+	Payload          json.RawMessage   `json:"payload,omitempty"`    // hook_received
+	Attributes       map[string]string `json:"attributes,omitempty"` // run_created, attributes_set
+	Reason           string            `json:"reason,omitempty"`     // run_cancelled; wait_completed ("" or WaitCancelled)
 }
 
 // ErrorInfo is the persisted form of an error raised by workflow or step code.
 type ErrorInfo struct {
 	Message string `json:"message"`
-	// Type is the Go type of the original error, for display only.
+	// Type is the error's stable type name: the name of an application error or
+	// of a registered error type, else the Go type of the innermost error that is
+	// not a plain wrapper (such as fmt.Errorf's %w). Logs written by earlier
+	// versions may hold the Go type of the outermost error.
 	Type string `json:"type,omitempty"`
+	// Details is the error's JSON payload: an application error's details, or a
+	// registered error type's value, so workflow code can read it back.
+	Details json.RawMessage `json:"details,omitempty"`
 	// Fatal marks an error that stopped retries.
 	Fatal bool `json:"fatal,omitempty"`
 	// Stack is an optional stack trace of the failure.
@@ -152,6 +164,9 @@ func (e *Event) Validate() error {
 		if e.Error == nil {
 			return invalid(e, "error", "required for "+string(e.Type))
 		}
+		if d := e.Error.Details; len(d) > 0 && !json.Valid(d) {
+			return invalid(e, "error.details", "not valid JSON")
+		}
 		if e.Type == EventStepRetrying && e.RetryAt == nil {
 			return invalid(e, "retryAt", "required for step_retrying")
 		}
@@ -159,9 +174,12 @@ func (e *Event) Validate() error {
 		if e.StepName == "" {
 			return invalid(e, "stepName", "required for step_created")
 		}
-	case EventStepStarted:
+	case EventStepStarted, EventStepHeartbeat:
 		if e.Attempt < 1 {
 			return invalid(e, "attempt", fmt.Sprintf("must be >= 1, got %d", e.Attempt))
+		}
+		if e.HeartbeatTimeout < 0 {
+			return invalid(e, "heartbeatTimeout", fmt.Sprintf("must not be negative, got %s", e.HeartbeatTimeout))
 		}
 	case EventHookCreated, EventHookConflict:
 		if e.Token == "" {

@@ -91,12 +91,21 @@ type Step struct {
 	Output   json.RawMessage `json:"output,omitempty"`
 	Error    *ErrorInfo      `json:"error,omitempty"`
 	// Attempt is the number of the latest started attempt (0 before the first).
-	Attempt     int        `json:"attempt"`
-	RetryAt     *time.Time `json:"retryAt,omitempty"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	StartedAt   *time.Time `json:"startedAt,omitempty"` // first attempt
-	CompletedAt *time.Time `json:"completedAt,omitempty"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
+	Attempt int `json:"attempt"`
+	// HeartbeatTimeout is the latest attempt's step_started HeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	// HeartbeatAt is, for an attempt with a HeartbeatTimeout, the time of its
+	// latest step_heartbeat, or of its step_started before the first: the attempt
+	// counts as lost once HeartbeatTimeout has passed since.
+	HeartbeatAt *time.Time `json:"heartbeatAt,omitempty"`
+	// HeartbeatDetails are the details of the latest step_heartbeat of any
+	// attempt that carried some, so a retried attempt can resume from them.
+	HeartbeatDetails json.RawMessage `json:"heartbeatDetails,omitempty"`
+	RetryAt          *time.Time      `json:"retryAt,omitempty"`
+	CreatedAt        time.Time       `json:"createdAt"`
+	StartedAt        *time.Time      `json:"startedAt,omitempty"` // first attempt
+	CompletedAt      *time.Time      `json:"completedAt,omitempty"`
+	UpdatedAt        time.Time       `json:"updatedAt"`
 }
 
 // HookStatus is the lifecycle state of a hook.

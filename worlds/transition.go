@@ -2,6 +2,7 @@ package worlds
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sort"
 	"time"
@@ -40,7 +41,7 @@ type Needs struct {
 // NeedsFor returns what a World must load before calling [Transition] for t.
 func NeedsFor(t EventType) Needs {
 	switch t {
-	case EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying:
+	case EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying, EventStepHeartbeat:
 		return Needs{Step: true}
 	case EventHookCreated:
 		return Needs{Hook: true, TokenOwner: true}
@@ -142,7 +143,7 @@ func Transition(st State, ev Event, now time.Time) (Effect, error) {
 			run.Attributes = map[string]string{}
 		}
 		maps.Copy(run.Attributes, ev.Attributes)
-	case EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying:
+	case EventStepCreated, EventStepStarted, EventStepCompleted, EventStepFailed, EventStepRetrying, EventStepHeartbeat:
 		step, err := stepTransition(st.Step, &ev, now)
 		if err != nil {
 			return Effect{}, err
@@ -241,16 +242,37 @@ func stepTransition(cur *Step, ev *Event, now time.Time) (*Step, error) {
 		if s.StartedAt == nil {
 			s.StartedAt = &now
 		}
+		s.HeartbeatTimeout, s.HeartbeatAt = ev.HeartbeatTimeout, nil
+		if ev.HeartbeatTimeout > 0 {
+			s.HeartbeatAt = &now
+		}
+	case EventStepHeartbeat:
+		if s.Status != StepRunning {
+			return nil, rejected(ev, ErrStepNotRunning, "")
+		}
+		if ev.Attempt != s.Attempt {
+			return nil, rejected(ev, ErrStaleAttempt, fmt.Sprintf("attempt %d is running", s.Attempt))
+		}
+		s.HeartbeatAt = &now
+		if len(ev.Payload) > 0 {
+			s.HeartbeatDetails = ev.Payload
+		}
 	case EventStepCompleted:
 		if s.Status != StepRunning {
 			return nil, rejected(ev, ErrStepNotRunning, "")
 		}
 		s.Status, s.Output, s.Error, s.CompletedAt = StepCompleted, ev.Output, nil, &now
 	case EventStepFailed:
+		if ev.Attempt != 0 && (s.Status != StepRunning || ev.Attempt != s.Attempt) {
+			return nil, rejected(ev, ErrStaleAttempt, fmt.Sprintf("attempt %d is not running", ev.Attempt))
+		}
 		s.Status, s.Error, s.CompletedAt = StepFailed, ev.Error, &now
 	case EventStepRetrying:
 		if s.Status != StepRunning {
 			return nil, rejected(ev, ErrStepNotRunning, "")
+		}
+		if ev.Attempt != 0 && ev.Attempt != s.Attempt {
+			return nil, rejected(ev, ErrStaleAttempt, fmt.Sprintf("attempt %d is running", s.Attempt))
 		}
 		at := ev.RetryAt.UTC()
 		s.Status, s.Error, s.RetryAt = StepPending, ev.Error, &at

@@ -86,7 +86,7 @@ func (Steps) Run(ctx workflow.Context, in string) (string, error) {
 		return "", err
 	}
 	return workflow.Step(ctx, "b", func(_ context.Context, s string) (string, error) { return s + "+real b", nil }, a,
-		workflow.WithRetry(workflow.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Hour}))
+		workflow.WithRetry(workflow.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Hour, NoJitter: true}))
 }
 
 func TestStubsAndSpies(t *testing.T) {

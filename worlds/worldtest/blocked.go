@@ -1,6 +1,7 @@
 package worldtest
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -24,7 +25,7 @@ func (s *suite) blockedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != worlds.RunRunning || run.Blocked == nil || run.Blocked.Error != first || run.Blocked.Since.IsZero() || !run.Blocked.At.Equal(run.Blocked.Since) {
+	if run.Status != worlds.RunRunning || run.Blocked == nil || !reflect.DeepEqual(run.Blocked.Error, first) || run.Blocked.Since.IsZero() || !run.Blocked.At.Equal(run.Blocked.Since) {
 		t.Fatalf("blocked run view: status %s, blocked %+v; want running, blocked on %+v", run.Status, run.Blocked, first)
 	}
 	since := run.Blocked.Since
@@ -35,7 +36,7 @@ func (s *suite) blockedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Blocked == nil || run.Blocked.Error != second || !run.Blocked.Since.Equal(since) || run.Blocked.At.Before(since) {
+	if run.Blocked == nil || !reflect.DeepEqual(run.Blocked.Error, second) || !run.Blocked.Since.Equal(since) || run.Blocked.At.Before(since) {
 		t.Fatalf("blocked again: %+v; want error %+v since %v", run.Blocked, second, since)
 	}
 

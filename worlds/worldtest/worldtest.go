@@ -32,6 +32,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		fn   func(*testing.T)
 	}{
 		{"EventTypes", s.eventTypes},
+		{"StepHeartbeats", s.stepHeartbeats},
 		{"InvalidTransitions", s.invalidTransitions},
 		{"InvalidEvents", s.invalidEvents},
 		{"BatchIsAtomic", s.batchAtomic},
@@ -180,7 +181,8 @@ func (s *suite) eventTypes(t *testing.T) {
 		}
 	}
 	for _, typ := range worlds.EventTypes {
-		if !seen[typ] && typ != worlds.EventRunFailed && typ != worlds.EventRunCancelled {
+		// run_failed, run_cancelled and step_heartbeat have tests of their own.
+		if !seen[typ] && typ != worlds.EventRunFailed && typ != worlds.EventRunCancelled && typ != worlds.EventStepHeartbeat {
 			t.Errorf("event type %s not covered", typ)
 		}
 	}
@@ -251,6 +253,63 @@ func (s *suite) eventTypes(t *testing.T) {
 	}
 }
 
+// stepHeartbeats checks the heartbeat projection of a step: step_started sets
+// the attempt's timeout and deadline base, step_heartbeat moves the base and
+// keeps its details, which outlive the attempt for the next one to read.
+func (s *suite) stepHeartbeats(t *testing.T) {
+	w := s.shared
+	c := ctx(t)
+	runID, _ := newRun(t, w)
+	past := s.now().Add(-time.Second)
+	appendOK(t, w, runID,
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "copy"},
+		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1, HeartbeatTimeout: 30 * time.Second})
+	st, err := w.GetStep(c, runID, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HeartbeatTimeout != 30*time.Second || st.HeartbeatAt == nil || st.HeartbeatDetails != nil {
+		t.Fatalf("started step %+v: want the timeout and a deadline base, no details", st)
+	}
+	base := *st.HeartbeatAt
+	out := appendOK(t, w, runID, worlds.Event{Type: worlds.EventStepHeartbeat, CorrelationID: "s1", Attempt: 1, Payload: json.RawMessage(`{"copied":40}`)})
+	if out[0].Type != worlds.EventStepHeartbeat || string(out[0].Payload) != `{"copied":40}` {
+		t.Fatalf("stored heartbeat %+v", out[0])
+	}
+	// A heartbeat without details keeps the last ones.
+	appendOK(t, w, runID, worlds.Event{Type: worlds.EventStepHeartbeat, CorrelationID: "s1", Attempt: 1})
+	st, err = w.GetStep(c, runID, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HeartbeatAt == nil || st.HeartbeatAt.Before(base) || string(st.HeartbeatDetails) != `{"copied":40}` || st.Status != worlds.StepRunning {
+		t.Fatalf("step after heartbeats %+v", st)
+	}
+	appendOK(t, w, runID,
+		worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: "s1", Attempt: 1, Error: &worlds.ErrorInfo{Message: "no heartbeat", Type: "cairn.HeartbeatTimeout"}, RetryAt: &past},
+		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 2})
+	st, err = w.GetStep(c, runID, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempt != 2 || st.HeartbeatTimeout != 0 || st.HeartbeatAt != nil || string(st.HeartbeatDetails) != `{"copied":40}` ||
+		st.Error == nil || st.Error.Type != "cairn.HeartbeatTimeout" {
+		t.Fatalf("second attempt %+v: want no timeout, the first attempt's details and its error", st)
+	}
+	logged, err := worlds.AllEvents(c, w, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := types(logged); !strings.Contains(got, "step_started,step_heartbeat,step_heartbeat,step_retrying") {
+		t.Fatalf("log %s", got)
+	}
+	for _, ev := range logged {
+		if ev.Type == worlds.EventStepStarted && ev.Attempt == 1 && ev.HeartbeatTimeout != 30*time.Second {
+			t.Fatalf("step_started lost its heartbeat timeout: %+v", ev)
+		}
+	}
+}
+
 type transitionCase struct {
 	name  string
 	setup []worlds.Event
@@ -278,6 +337,17 @@ func (s *suite) invalidTransitions(t *testing.T) {
 		return e
 	}
 	started := func(n int) worlds.Event { e := step(worlds.EventStepStarted); e.Attempt = n; return e }
+	beat := func(n int) worlds.Event {
+		return worlds.Event{Type: worlds.EventStepHeartbeat, CorrelationID: "s", Attempt: n}
+	}
+	ended := func(typ worlds.EventType, n int) worlds.Event {
+		e := step(typ)
+		e.Attempt = n
+		if typ == worlds.EventStepRetrying {
+			e.RetryAt = &past
+		}
+		return e
+	}
 	cases := []transitionCase{
 		{"run created twice", nil, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "x"}, worlds.ErrConflict, worlds.ErrRunExists},
 		{"run started twice", nil, worlds.Event{Type: worlds.EventRunStarted}, worlds.ErrConflict, worlds.ErrRunStarted},
@@ -293,6 +363,11 @@ func (s *suite) invalidTransitions(t *testing.T) {
 		{"started after failed", []worlds.Event{step(worlds.EventStepCreated), started(1), step(worlds.EventStepFailed)}, started(2), worlds.ErrConflict, worlds.ErrStepFinished},
 		{"attempt skipped", []worlds.Event{step(worlds.EventStepCreated)}, started(2), worlds.ErrConflict, worlds.ErrStaleAttempt},
 		{"attempt repeated", []worlds.Event{step(worlds.EventStepCreated), started(1)}, started(1), worlds.ErrConflict, worlds.ErrStaleAttempt},
+		{"heartbeat before started", []worlds.Event{step(worlds.EventStepCreated)}, beat(1), worlds.ErrConflict, worlds.ErrStepNotRunning},
+		{"heartbeat of an earlier attempt", []worlds.Event{step(worlds.EventStepCreated), started(1), ended(worlds.EventStepRetrying, 1), started(2)}, beat(1), worlds.ErrConflict, worlds.ErrStaleAttempt},
+		{"heartbeat after completed", []worlds.Event{step(worlds.EventStepCreated), started(1), step(worlds.EventStepCompleted)}, beat(1), worlds.ErrConflict, worlds.ErrStepFinished},
+		{"retrying an earlier attempt", []worlds.Event{step(worlds.EventStepCreated), started(1), ended(worlds.EventStepRetrying, 1), started(2)}, ended(worlds.EventStepRetrying, 1), worlds.ErrConflict, worlds.ErrStaleAttempt},
+		{"failing an earlier attempt", []worlds.Event{step(worlds.EventStepCreated), started(1), ended(worlds.EventStepRetrying, 1), started(2)}, ended(worlds.EventStepFailed, 1), worlds.ErrConflict, worlds.ErrStaleAttempt},
 		{"retry before due", []worlds.Event{step(worlds.EventStepCreated), started(1), step(worlds.EventStepRetrying)}, started(2), worlds.ErrTooEarly, worlds.ErrRetryNotDue},
 		{"hook created twice", []worlds.Event{{Type: worlds.EventHookCreated, CorrelationID: "h", Token: "HOOKTOKEN"}}, worlds.Event{Type: worlds.EventHookCreated, CorrelationID: "h", Token: "HOOKTOKEN2"}, worlds.ErrConflict, worlds.ErrHookExists},
 		{"unknown hook received", nil, worlds.Event{Type: worlds.EventHookReceived, CorrelationID: "h"}, worlds.ErrNotFound, worlds.ErrHookNotFound},
@@ -362,6 +437,9 @@ func (s *suite) invalidEvents(t *testing.T) {
 		{"no error", worlds.Event{Type: worlds.EventRunFailed}, "error"},
 		{"no retryAt", worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: "s", Error: &worlds.ErrorInfo{Message: "x"}}, "retryAt"},
 		{"attempt 0", worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s"}, "attempt"},
+		{"heartbeat attempt 0", worlds.Event{Type: worlds.EventStepHeartbeat, CorrelationID: "s"}, "attempt"},
+		{"negative heartbeat timeout", worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s", Attempt: 1, HeartbeatTimeout: -time.Second}, "heartbeatTimeout"},
+		{"bad error details", worlds.Event{Type: worlds.EventRunFailed, Error: &worlds.ErrorInfo{Message: "x", Details: json.RawMessage(`{`)}}, "error.details"},
 		{"no token", worlds.Event{Type: worlds.EventHookCreated, CorrelationID: "h"}, "token"},
 		{"long token", worlds.Event{Type: worlds.EventHookCreated, CorrelationID: "h", Token: strings.Repeat("t", worlds.MaxTokenLength+1)}, "token"},
 		{"no resumeAt", worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: "w"}, "resumeAt"},
