@@ -53,6 +53,12 @@ type Execution interface {
 	// Operations returns the execution's operations as GetDurableExecutionState
 	// reports them.
 	Operations(t testing.TB) []types.Operation
+	// AllOperations returns every operation recorded, the children of
+	// finished contexts (branches, callbacks, submitters) included, which
+	// GetDurableExecutionState leaves out: the fake's whole history; on the
+	// server, the latest version of every operation an invocation input or a
+	// checkpoint response carried.
+	AllOperations(t testing.TB) []types.Operation
 	CompleteCallback(ctx context.Context, callbackID, result string) error
 	FailCallback(ctx context.Context, callbackID, message string) error
 	HeartbeatCallback(ctx context.Context, callbackID string) error
@@ -124,7 +130,8 @@ func (e *fakeExec) Drive(ctx context.Context, h Invoker, max int) (durable.Outpu
 func (e *fakeExec) Input(testing.TB) durable.Input {
 	return e.f.Input()
 }
-func (e *fakeExec) Operations(testing.TB) []types.Operation { return e.f.State() }
+func (e *fakeExec) Operations(testing.TB) []types.Operation    { return e.f.State() }
+func (e *fakeExec) AllOperations(testing.TB) []types.Operation { return e.f.All() }
 func (e *fakeExec) CompleteCallback(_ context.Context, id, result string) error {
 	return e.f.CompleteCallback(id, result)
 }
@@ -146,6 +153,8 @@ type serverExec struct {
 	invoke InvokeFunc
 
 	mu          sync.Mutex
+	seen        map[string]types.Operation // every operation reported, latest version
+	order       []string
 	arn         string
 	next        *durable.Input
 	invocation  string
@@ -225,6 +234,11 @@ func (a serverAPI) CheckpointDurableExecution(ctx context.Context, in *lambda.Ch
 	if err != nil {
 		return out, err
 	}
+	defer func() {
+		if out != nil && out.NewExecutionState != nil {
+			a.e.record(out.NewExecutionState.Operations)
+		}
+	}()
 	for _, u := range in.Updates {
 		if u.Type != types.OperationTypeWait || u.Action != types.OperationActionCancel {
 			continue
@@ -281,7 +295,39 @@ func (e *serverExec) Elapse(d time.Duration) {
 	time.Sleep(d)
 }
 
-func (e *serverExec) start() (durable.Input, error) {
+// record keeps the latest version of every operation in ops.
+func (e *serverExec) record(ops []types.Operation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.seen == nil {
+		e.seen = map[string]types.Operation{}
+	}
+	for _, op := range ops {
+		id := aws.ToString(op.Id)
+		if _, ok := e.seen[id]; !ok {
+			e.order = append(e.order, id)
+		}
+		e.seen[id] = op
+	}
+}
+
+func (e *serverExec) AllOperations(t testing.TB) []types.Operation {
+	e.record(e.Operations(t))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]types.Operation, 0, len(e.order))
+	for _, id := range e.order {
+		out = append(out, e.seen[id])
+	}
+	return out
+}
+
+func (e *serverExec) start() (in durable.Input, err error) {
+	defer func() {
+		if err == nil {
+			e.record(in.InitialExecutionState.Operations)
+		}
+	}()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.invocations++

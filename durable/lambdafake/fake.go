@@ -579,6 +579,18 @@ func (f *Fake) State() []types.Operation {
 	return out
 }
 
+// All returns every operation the execution recorded, the children of
+// finished contexts included, which State leaves out as the service does.
+func (f *Fake) All() []types.Operation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]types.Operation, 0, len(f.ops))
+	for _, op := range f.ops {
+		out = append(out, clone(op))
+	}
+	return out
+}
+
 func (f *Fake) visible() []*types.Operation {
 	excluded := map[string]bool{}
 	var out []*types.Operation

@@ -58,7 +58,7 @@ const examples = {
 			const failing = await ctx.parallel("with-failure", [
 				async (c) => c.step("ok", async () => 1),
 				async (c) => c.step("bad", async () => { throw new Error("branch broke"); }, { retryStrategy: createRetryStrategy({ maxAttempts: 1 }) }),
-			]);
+			], { maxConcurrency: 1 }); // one at a time: which branches started does not depend on timing
 			return { ok: ok.getResults(), reason: failing.completionReason, failed: failing.failureCount };
 		},
 	},
@@ -132,7 +132,6 @@ for (const [name, ex] of Object.entries(examples)) {
 		if (d.WaitDetails?.ScheduledEndTimestamp !== undefined) rec.wait = true;
 		return rec;
 	});
-	const hist = execution.getHistoryEvents?.() ?? [];
 	out.examples[name] = { input: ex.input, callbacks: ex.callbacks ?? {}, status: execution.getStatus(), result: JSON.stringify(execution.getResult()), error: execution.getStatus() === "FAILED" ? safe(() => execution.getError()) : undefined, operations: ops };
 }
 await LocalDurableTestRunner.teardownTestEnvironment();
