@@ -36,6 +36,14 @@ type Invoker interface {
 	Handle(ctx context.Context, in durable.Input) (durable.Output, error)
 }
 
+// RawInvoker is an [Invoker] that takes the invocation payload as the
+// service sends it, such as a function of another SDK run by [NodeInvoker]:
+// Drive on the checkpoint server hands it the server's payload unchanged.
+type RawInvoker interface {
+	Invoker
+	InvokeRaw(ctx context.Context, payload []byte) (durable.Output, error)
+}
+
 // InvokeFunc plays a function called by durable.Invoke: it gets the
 // CHAINED_INVOKE operation and returns the invoked function's JSON result.
 type InvokeFunc func(op types.Operation) (string, error)
@@ -157,6 +165,8 @@ type serverExec struct {
 	order       []string
 	arn         string
 	next        *durable.Input
+	nextRaw     []byte // the payload of next, as the server sent it
+	lastRaw     []byte // the payload of the invocation start returned last
 	invocation  string
 	token       string
 	invocations int
@@ -180,7 +190,7 @@ func newServer(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.arn, e.next, e.invocation, e.token = in.DurableExecutionArn, &in, inv, in.CheckpointToken
+	e.arn, e.next, e.nextRaw, e.invocation, e.token = in.DurableExecutionArn, &in, raw, inv, in.CheckpointToken
 	return e
 }
 
@@ -333,10 +343,11 @@ func (e *serverExec) start() (in durable.Input, err error) {
 	e.invocations++
 	if e.next != nil {
 		in := *e.next
-		e.next = nil
+		e.next, e.lastRaw = nil, e.nextRaw
 		return in, nil
 	}
 	raw, err := e.control("invoke", map[string]any{"executionId": e.arn})
+	e.lastRaw = raw
 	if err != nil {
 		return durable.Input{}, err
 	}
@@ -394,7 +405,16 @@ func (e *serverExec) Drive(ctx context.Context, h Invoker, max int) (durable.Out
 		if err != nil {
 			return durable.Output{}, err
 		}
-		out, herr := h.Handle(ctx, in)
+		var out durable.Output
+		var herr error
+		if r, ok := h.(RawInvoker); ok {
+			e.mu.Lock()
+			raw := e.lastRaw
+			e.mu.Unlock()
+			out, herr = r.InvokeRaw(ctx, raw)
+		} else {
+			out, herr = h.Handle(ctx, in)
+		}
 		var eo any
 		if herr != nil {
 			eo = map[string]string{"ErrorType": "InvocationError", "ErrorMessage": herr.Error()}
