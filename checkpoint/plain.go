@@ -94,7 +94,7 @@ func IsEnvelope(b []byte) bool {
 			return false
 		}
 	}
-	var v json.Number
+	var v float64 // a number, not a string: json.Number would take "1" too
 	var sum string
 	if json.Unmarshal(members["v"], &v) != nil || json.Unmarshal(members["sum"], &sum) != nil {
 		return false

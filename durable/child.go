@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -139,6 +140,8 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 			// Replays run fn again over the children the service keeps.
 			payload, err = aws.String(""), nil
 			replayChildren = true
+		case err == nil:
+			v, err = roundTrip(dc, serdes, KindContext, id, name, payload, v)
 		}
 	}
 	if err != nil {
@@ -376,7 +379,7 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 	if itemSerdes == nil {
 		itemSerdes = dc.x.h.opts.Serdes
 	}
-	return runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
+	res, err := runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
 		items := make([]BatchItem[T], n)
 		begun := make([]bool, n) // the branch started: it has an item
 		for i := range items {
@@ -511,6 +514,19 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 			return rebuildBatch(parent, m, n, itemName, run, itemSerdes)
 		},
 	}, opts.Serdes)
+	// The official SDKs' shape does not carry a failed item's operation: it
+	// is the branch's, derived from the batch's step ID and the index.
+	batchStep := dc.stepID()
+	for i := range res.All {
+		if idx := res.All[i].Index; idx < 0 || idx >= n {
+			panic(abort{err: fmt.Errorf("%w: batch %q recorded an item of branch %d, code has %d branches", ErrNondeterministic, name, idx, n)})
+		}
+		if e := res.All[i].Error; e != nil && e.OperationID == "" {
+			e.OperationID = OperationID(batchStep + "-" + strconv.Itoa(res.All[i].Index+1))
+			e.Name = itemName(res.All[i].Index)
+		}
+	}
+	return res, err
 }
 
 // branchContexts creates every branch's child context in index order up front,
@@ -664,6 +680,7 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 		switch {
 		case err == nil:
 			u.Payload = payload
+			v, err = roundTrip(child, serdes, KindContext, id, name, payload, v)
 		case errors.Is(err, checkpoint.ErrTooLarge):
 			// Like RunInChildContext: replays run the branch again over its
 			// children, which the service keeps.

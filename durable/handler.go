@@ -602,6 +602,9 @@ func stepWith[T any](dc *Context, name, label string, so StepOptions, fn func(ct
 	if err == nil {
 		payload, merr := dc.serialize(so.Serdes, KindStep, id, label, v)
 		if merr == nil {
+			v, merr = roundTrip(dc, so.Serdes, KindStep, id, label, payload, v)
+		}
+		if merr == nil {
 			u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionSucceed)
 			u.Payload = payload
 			dc.checkpoint(u)

@@ -204,3 +204,19 @@ func (e *SerdesError) Permanent() bool { return true }
 
 // ErrorType names the failure in checkpointed error objects.
 func (e *SerdesError) ErrorType() string { return "SerdesError" }
+
+// roundTrip returns v as a replay will: decoded from its payload, so the
+// live run and every replay see the same value (numbers in an any as
+// json.Number, a custom Serdes' transformation applied), as the official
+// SDKs hand back deserialize(serialize(result)). A value that does not
+// decode from its own payload fails now, before it is checkpointed.
+func roundTrip[T any](dc *Context, s Serdes, kind, id, name string, payload *string, v T) (T, error) {
+	if payload == nil {
+		return v, nil
+	}
+	var out T
+	if err := dc.deserialize(s, kind, id, name, payload, &out); err != nil {
+		return v, err
+	}
+	return out, nil
+}
