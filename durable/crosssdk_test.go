@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,9 +45,9 @@ func crossFunc(ctx context.Context, dc *durable.Context, in json.RawMessage) (an
 // needs both to read what the other checkpointed.
 func TestCrossSDK(t *testing.T) {
 	t.Parallel()
-	endpoint := os.Getenv(durabletest.EndpointEnv)
-	if endpoint == "" {
-		t.Skipf("%s is unset: AWS's local checkpoint server is not running (scripts/test starts it)", durabletest.EndpointEnv)
+	endpoint, err := durabletest.Endpoint()
+	if err != nil {
+		t.Skip(err)
 	}
 	modules, err := durabletest.NodeModules()
 	if err != nil {

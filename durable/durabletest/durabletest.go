@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -28,7 +27,8 @@ import (
 )
 
 // EndpointEnv names the environment variable with the checkpoint server's URL
-// (scripts/test sets it); unset, tests on that backend skip.
+// (scripts/test sets it); unset, [Run] starts a server itself (see
+// [StartServer]), or skips the server subtests saying what to install.
 const EndpointEnv = "DURABLE_CHECKPOINT_ENDPOINT"
 
 // Invoker is what Drive calls; *durable.Handler implements it.
@@ -93,14 +93,18 @@ func Backends() []Backend {
 	return []Backend{{Name: "lambdafake", New: newFake}, {Name: "checkpointserver", Real: true, New: newServer}}
 }
 
-// Run runs test once per backend as a subtest; the checkpoint-server subtest
-// skips, saying so, when EndpointEnv is unset.
+// Run runs test once per backend as a subtest. The checkpoint server is the
+// one at EndpointEnv, else one Run starts for the test binary with Node and
+// the pinned npm packages; without them (or with NoServerEnv set) that
+// subtest skips, saying why.
 func Run(t *testing.T, test func(t *testing.T, b Backend)) {
 	t.Helper()
 	for _, b := range Backends() {
 		t.Run(b.Name, func(t *testing.T) {
-			if b.Real && os.Getenv(EndpointEnv) == "" {
-				t.Skipf("%s is unset: AWS's local checkpoint server is not running (scripts/test starts it)", EndpointEnv)
+			if b.Real {
+				if _, err := Endpoint(); err != nil {
+					t.Skip(err)
+				}
 			}
 			t.Parallel()
 			test(t, b)
@@ -180,7 +184,10 @@ func Client(endpoint string) *lambda.Client {
 
 func newServer(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution {
 	t.Helper()
-	base := os.Getenv(EndpointEnv)
+	base, err := Endpoint()
+	if err != nil {
+		t.Skip(err)
+	}
 	e := &serverExec{base: base, client: Client(base), invoke: invoke}
 	raw, err := e.control("start", map[string]any{"payload": string(input)})
 	if err != nil {
