@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -70,8 +71,9 @@ type Execution interface {
 	CompleteCallback(ctx context.Context, callbackID, result string) error
 	FailCallback(ctx context.Context, callbackID, message string) error
 	HeartbeatCallback(ctx context.Context, callbackID string) error
-	// Elapse lets d pass for the service's callback timers: the fake's clock moves,
-	// the server's real timers run (so keep d to a few seconds there).
+	// Elapse lets d pass for the service's callback timers: the fake's clock
+	// moves; on the server the driver fires the callback timeouts and
+	// heartbeat timeouts due within it, without sleeping.
 	Elapse(d time.Duration)
 	// Invocations counts the invocations so far.
 	Invocations() int
@@ -165,6 +167,8 @@ type serverExec struct {
 	invoke InvokeFunc
 
 	mu          sync.Mutex
+	elapsed     time.Duration              // what Elapse let pass
+	timers      map[string]*callbackTimer  // callback timers, by operation ID
 	seen        map[string]types.Operation // every operation reported, latest version
 	order       []string
 	arn         string
@@ -251,6 +255,7 @@ func (a serverAPI) CheckpointDurableExecution(ctx context.Context, in *lambda.Ch
 	if err != nil {
 		return out, err
 	}
+	a.e.startTimers(in.Updates)
 	defer func() {
 		if out != nil && out.NewExecutionState != nil {
 			a.e.record(out.NewExecutionState.Operations)
@@ -308,8 +313,82 @@ func decodeOperation(raw []byte) (types.Operation, error) {
 }
 func (e *serverExec) Now() time.Time   { return time.Now() }
 func (e *serverExec) Invocations() int { e.mu.Lock(); defer e.mu.Unlock(); return e.invocations }
+
+// Elapse lets d pass for the execution's callback timers, as Drive lets
+// waits and retry delays pass: without sleeping, the driver times out every
+// STARTED callback whose timeout, or heartbeat timeout since its start or
+// last heartbeat, falls within the time elapsed so far, through
+// UpdateCheckpointData (TIMED_OUT), as the service's timer side would. The
+// server's own timers run in real time and fire later, if at all before the
+// test ends.
 func (e *serverExec) Elapse(d time.Duration) {
-	time.Sleep(d)
+	e.mu.Lock()
+	e.elapsed += d
+	now := time.Now().Add(e.elapsed)
+	due := map[string]string{} // operation ID -> the server's message for the timeout
+	for id, cb := range e.timers {
+		switch {
+		case cb.timeout > 0 && !now.Before(cb.started.Add(cb.timeout)):
+			due[id] = "Callback timed out"
+		case cb.heartbeat > 0 && !now.Before(cb.beat.Add(cb.heartbeat)):
+			due[id] = "Callback timed out on heartbeat"
+		default:
+			continue
+		}
+		delete(e.timers, id)
+	}
+	e.mu.Unlock()
+	ids := make([]string, 0, len(due))
+	for id := range due {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		op, ok := Operations(e.allOperations()).ByID(id)
+		if !ok || op.Status != types.OperationStatusStarted || op.CallbackDetails == nil {
+			continue
+		}
+		// The details the server's own timers record, callback ID kept.
+		// An error means the callback settled meanwhile: nothing to time out.
+		_ = e.update(id, map[string]any{"Status": "TIMED_OUT", "EndTimestamp": endNow(), "CallbackDetails": map[string]any{
+			"CallbackId": aws.ToString(op.CallbackDetails.CallbackId), "Error": map[string]string{"ErrorMessage": due[id]}}}, nil, nil)
+	}
+}
+
+// callbackTimer is what the driver knows of a callback's timers.
+type callbackTimer struct {
+	started, beat      time.Time // on the driver's clock (real time plus elapsed)
+	timeout, heartbeat time.Duration
+}
+
+// startTimers records the timers of the CALLBACK STARTs among updates.
+func (e *serverExec) startTimers(updates []types.OperationUpdate) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now().Add(e.elapsed)
+	for _, u := range updates {
+		if u.Type != types.OperationTypeCallback || u.Action != types.OperationActionStart || u.CallbackOptions == nil {
+			continue
+		}
+		if e.timers == nil {
+			e.timers = map[string]*callbackTimer{}
+		}
+		e.timers[aws.ToString(u.Id)] = &callbackTimer{started: now, beat: now,
+			timeout: time.Duration(u.CallbackOptions.TimeoutSeconds) * time.Second, heartbeat: time.Duration(u.CallbackOptions.HeartbeatTimeoutSeconds) * time.Second}
+	}
+}
+
+// beat restarts the heartbeat timer of the callback with callback ID id.
+func (e *serverExec) beat(callbackID string) {
+	for _, op := range e.allOperations() {
+		if op.CallbackDetails != nil && aws.ToString(op.CallbackDetails.CallbackId) == callbackID {
+			e.mu.Lock()
+			if cb := e.timers[aws.ToString(op.Id)]; cb != nil {
+				cb.beat = time.Now().Add(e.elapsed)
+			}
+			e.mu.Unlock()
+		}
+	}
 }
 
 // record keeps the latest version of every operation in ops.
@@ -330,6 +409,10 @@ func (e *serverExec) record(ops []types.Operation) {
 
 func (e *serverExec) AllOperations(t testing.TB) []types.Operation {
 	e.record(e.Operations(t))
+	return e.allOperations()
+}
+
+func (e *serverExec) allOperations() []types.Operation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]types.Operation, 0, len(e.order))
@@ -487,6 +570,7 @@ func (e *serverExec) FailCallback(ctx context.Context, id, msg string) error {
 }
 
 func (e *serverExec) HeartbeatCallback(ctx context.Context, id string) error {
+	e.beat(id)
 	_, err := e.client.SendDurableExecutionCallbackHeartbeat(ctx, &lambda.SendDurableExecutionCallbackHeartbeatInput{CallbackId: aws.String(id)})
 	return err
 }

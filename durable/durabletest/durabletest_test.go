@@ -98,3 +98,32 @@ func TestStartServer(t *testing.T) {
 		t.Errorf("heartbeat of an unknown callback: %v, want the server's refusal", err)
 	}
 }
+
+// TestElapseTimesOutCallbacks: Elapse lets an hour pass for a callback's
+// timeout on both backends (on the server the driver fires it, as Drive
+// fires waits), so a test of a long timeout does not wait for it.
+func TestElapseTimesOutCallbacks(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		e := b.New(t, json.RawMessage(`{}`), nil)
+		h, err := durable.NewHandler(e.API(), func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			return durable.WaitForCallback[string](dc, "approve", time.Hour, func(context.Context, string) error { return nil })
+		}, durable.Options{Now: e.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if out, err := e.Drive(ctx, h, 3); err != nil || out.Status != durable.StatusPending {
+			t.Fatalf("%+v %v", out, err)
+		}
+		e.Elapse(59 * time.Minute)
+		if out, err := e.Drive(ctx, h, 3); err != nil || out.Status != durable.StatusPending {
+			t.Fatalf("before the timeout: %+v %v", out, err)
+		}
+		e.Elapse(2 * time.Minute)
+		out, err := e.Drive(ctx, h, 3)
+		if err != nil || out.Status != durable.StatusFailed || aws.ToString(out.Error.ErrorType) != durable.ErrorTypeCallbackTimeout {
+			t.Fatalf("after the timeout: %+v %v", out, err)
+		}
+	})
+}
