@@ -48,7 +48,7 @@ type rebuilder[T any] struct {
 // checkpointed and later replays return it without running fn or visiting its
 // children. A failure is checkpointed too and replays as an *[OperationError].
 //
-// A result larger than the operation payload limit (the codec's MaxBytes,
+// A result larger than the operation payload limit (the serdes' MaxBytes,
 // 256 KB by default) is not checkpointed: the context is checkpointed with an
 // empty payload and ContextOptions.ReplayChildren, so the service keeps its
 // children in state, and a replay runs fn again to rebuild the result. In that
@@ -273,7 +273,7 @@ type NamedBranch[T any] struct {
 // invokes and step retries pending in them are left as they are.
 //
 // A batch result whose encoding is larger than the operation payload limit (the
-// codec's MaxBytes, 256 KB by default) does not fail: the batch's CONTEXT SUCCEED
+// serdes' MaxBytes, 256 KB by default) does not fail: the batch's CONTEXT SUCCEED
 // carries a small marker and ContextOptions.ReplayChildren, so the service keeps
 // the branches' CONTEXT operations in state, and replays rebuild the same result
 // from their own payloads without running any branch again
