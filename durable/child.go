@@ -260,9 +260,12 @@ type NamedBranch[T any] struct {
 
 // Parallel runs the branches, each in its own child context, at most
 // opts.MaxConcurrency at a time, and checkpoints the batch's outcome once the
-// completion policy is met. The batch fails (error returned, outcome recorded)
-// only when the failure tolerance is exceeded; otherwise branch failures are in
-// the result's items. A branch that suspends (a wait, a callback, a retry)
+// completion policy is met. As in the official SDKs the batch succeeds
+// whatever its branches did: failures are in the result's items, and an
+// exceeded failure tolerance (with the default options, the first failure)
+// ends it with CompletionReason FailureToleranceExceeded; call
+// [BatchResult.Err] to fail on them. The returned error is for the batch
+// itself (invalid options, a history it contradicts). A branch that suspends (a wait, a callback, a retry)
 // suspends the whole execution unless the completion policy is already met.
 //
 // When the batch completes early (MinSuccessful reached, or the failure
@@ -365,7 +368,8 @@ func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Cont
 	})
 }
 
-// ErrBatchFailed: more branches of a Parallel or Map failed than tolerated.
+// ErrBatchFailed: more branches of a Parallel or Map failed than tolerated;
+// [BatchResult.Err] matches it then.
 var ErrBatchFailed = errors.New("durable: batch failure tolerance exceeded")
 
 func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
