@@ -801,7 +801,7 @@ func Invoke[T any](dc *Context, name, functionName string, input any) (T, error)
 	var zero T
 	id, op := dc.next(types.OperationTypeChainedInvoke, subInvoke, name)
 	if op == nil {
-		b, err := json.Marshal(input)
+		b, err := marshalPlain(input) // as JSON.stringify writes it: no HTML escaping
 		if err != nil {
 			return zero, Fatal(fmt.Errorf("durable: invoke %s (%s) input: %w", id, name, err))
 		}

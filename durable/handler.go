@@ -209,7 +209,11 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		}
 		return Output{Status: StatusFailed, Error: errorObject(ferr)}, nil
 	}
-	b, merr := json.Marshal(result)
+	if none(result) {
+		// Nothing to return, as the official SDKs return no Result for undefined.
+		return Output{Status: StatusSucceeded}, nil
+	}
+	b, merr := marshalPlain(result) // as JSON.stringify writes it: no HTML escaping
 	if merr != nil {
 		return Output{Status: StatusFailed, Error: errorObject(merr)}, nil
 	}

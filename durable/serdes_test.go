@@ -131,3 +131,21 @@ func TestSerdesLimitsAndErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestExecutionResultAsJSONStringify: the execution's result is written as
+// JSON.stringify writes it (no HTML escaping), and a function returning
+// nothing returns no Result, as the official SDKs do for undefined.
+func TestExecutionResultAsJSONStringify(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		result any
+		want   *string
+	}{{nil, nil}, {struct{}{}, nil}, {"<a&b>", aws.String(`"<a&b>"`)}, {map[string]int{"n": 1}, aws.String(`{"n":1}`)}} {
+		e := durabletest.Backends()[0].New(t, json.RawMessage(`{}`), nil)
+		h := newHandler(t, e, func(context.Context, *durable.Context, json.RawMessage) (any, error) { return tt.result, nil }, durable.Options{})
+		out, err := e.Drive(context.Background(), h, 1)
+		if err != nil || out.Status != durable.StatusSucceeded || (out.Result == nil) != (tt.want == nil) || tt.want != nil && *out.Result != *tt.want {
+			t.Errorf("%#v: %+v %v, want Result %v", tt.result, out, err, show(tt.want))
+		}
+	}
+}
