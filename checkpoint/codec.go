@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -222,25 +221,7 @@ func (c *Codec) Unmarshal(b []byte, typ string, v any) error {
 	if typ != "" && env.Type != typ {
 		return &Error{Op: OpDecode, Kind: ErrTypeMismatch, Field: "type", Type: env.Type, Err: fmt.Errorf("want %q", typ)}
 	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return &Error{Op: OpDecode, Kind: ErrSchema, Type: env.Type, Err: fmt.Errorf("target must be a non-nil pointer, got %T", v)}
-	}
-	var tree any
-	if err := decodeNumbers(env.Data, &tree); err != nil {
-		return &Error{Op: OpDecode, Kind: ErrSyntax, Type: env.Type, Err: err}
-	}
-	if path, reason, bad := checkMembers(tree, rv.Type().Elem(), "", c.allowUnknown); bad {
-		return &Error{Op: OpDecode, Kind: ErrUnknownField, Type: env.Type, Field: path, Err: simpleError(reason)}
-	}
-	if err := decodeNumbers(env.Data, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &Error{Op: OpDecode, Kind: ErrSchema, Type: env.Type, Field: te.Field, Err: err}
-		}
-		return &Error{Op: OpDecode, Kind: ErrSchema, Type: env.Type, Err: err}
-	}
-	return nil
+	return c.bind(env.Data, env.Type, v)
 }
 
 func decodeNumbers(data []byte, v any) error {

@@ -64,20 +64,6 @@ var (
 	ErrCheckpoint = errors.New("durable: checkpoint failed")
 )
 
-// OperationError is a step, callback or execution failure recorded in history.
-// Replaying a failed step returns it again with the same fields.
-type OperationError struct {
-	OperationID string
-	Name        string
-	Type        string
-	Message     string
-	Data        string
-}
-
-func (e *OperationError) Error() string {
-	return fmt.Sprintf("durable: operation %s (%s) failed: %s: %s", e.OperationID, e.Name, e.Type, e.Message)
-}
-
 // Permanent marks an error a step must not retry.
 type Permanent struct{ Err error }
 

@@ -37,8 +37,8 @@ func TestRebuiltBatchFailedItem(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			items := make([]string, len(res.Items))
-			for i, it := range res.Items {
+			items := make([]string, len(res.All))
+			for i, it := range res.All {
 				items[i] = fmt.Sprintf("%s:%d", it.Status, len(it.Result))
 				if it.Error != nil {
 					items[i] += fmt.Sprintf(":%+v", *it.Error)

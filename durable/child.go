@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,9 +27,6 @@ const (
 	subCondition    = "WaitForCondition"
 	subInvoke       = "ChainedInvoke"
 	subWaitCallback = "WaitForCallback"
-	codecChild      = "durable.context"
-	codecCondition  = "durable.condition"
-	codecBatch      = "durable.batch-children"
 )
 
 // rebuilder lets runChild checkpoint a batch result too large for the payload
@@ -39,16 +37,9 @@ const (
 // children, as the official SDKs do.
 type rebuilder[T any] struct {
 	// marker is the small value checkpointed instead of v.
-	marker func(v T) batchMarker
+	marker func(v T) batchSummary
 	// rebuild returns the result from the children of the context child.
-	rebuild func(child *Context, m batchMarker) (T, error)
-}
-
-// batchMarker is the payload of a batch context checkpointed with
-// ReplayChildren: what its branches' operations do not say.
-type batchMarker struct {
-	Total            int
-	CompletionReason string
+	rebuild func(child *Context, m batchSummary) (T, error)
 }
 
 // RunInChildContext runs fn in a child context: a CONTEXT operation whose own
@@ -57,7 +48,7 @@ type batchMarker struct {
 // checkpointed and later replays return it without running fn or visiting its
 // children. A failure is checkpointed too and replays as an *[OperationError].
 //
-// A result larger than the operation payload limit (the codec's MaxBytes,
+// A result larger than the operation payload limit (the serdes' MaxBytes,
 // 256 KB by default) is not checkpointed: the context is checkpointed with an
 // empty payload and ContextOptions.ReplayChildren, so the service keeps its
 // children in state, and a replay runs fn again to rebuild the result. In that
@@ -67,16 +58,30 @@ type batchMarker struct {
 // run left unsettled (the loser of a [Race]) is created again from its record;
 // waiting on it in the re-run is such a divergence.
 func RunInChildContext[T any](dc *Context, name string, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
-	return runChild(dc, name, subChild, fn, nil, nil)
+	return runChild(dc, name, subChild, fn, nil, nil, nil)
+}
+
+// ChildOptions configure [RunInChildContextWith].
+type ChildOptions struct {
+	// Serdes encodes the context's result; nil: Options.Serdes.
+	Serdes Serdes
+}
+
+// RunInChildContextWith is [RunInChildContext] with its own options.
+func RunInChildContextWith[T any](dc *Context, name string, opts ChildOptions, fn func(ctx context.Context, child *Context) (T, error)) (T, error) {
+	return runChild(dc, name, subChild, fn, nil, nil, opts.Serdes)
 }
 
 // runChild runs fn as the CONTEXT operation name. closing, when set, is called
 // once fn has returned: the updates it returns are checkpointed in the same
 // request as the context's SUCCEED or FAIL, so either both or neither apply.
 // big, when set, takes a result too large for the payload: see [rebuilder].
-func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate, big *rebuilder[T]) (T, error) {
+func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context, child *Context) (T, error), closing func() []types.OperationUpdate, big *rebuilder[T], serdes Serdes) (T, error) {
 	var zero T
-	id, op := dc.next(types.OperationTypeContext, name)
+	if serdes == nil {
+		serdes = dc.x.h.opts.Serdes
+	}
+	id, op := dc.next(types.OperationTypeContext, sub, name)
 	child := &Context{x: dc.x, prefix: dc.stepID(), parentID: id, rebuilding: dc.rebuilding}
 	if op != nil {
 		if finished(op.Status) {
@@ -94,16 +99,16 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 				return zero, nil
 			}
 			if big != nil && aws.ToBool(op.ContextDetails.ReplayChildren) {
-				// The result was too large: the payload is a marker and the
+				// The result was too large: the payload is a summary and the
 				// service kept the children, from which the result is rebuilt.
-				var m batchMarker
-				if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecBatch, &m); err != nil {
-					return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+				var m batchSummary
+				if err := dc.x.h.opts.Serdes.Deserialize(SerdesContext{ExecutionArn: dc.x.arn, OperationID: id, Name: name, Kind: KindBatch}, op.ContextDetails.Result, &m); err != nil {
+					return zero, &SerdesError{OperationID: id, Name: name, Op: "deserialize", Err: err}
 				}
 				return big.rebuild(child, m)
 			}
-			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
-				return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+			if err := dc.deserialize(serdes, KindContext, id, name, op.ContextDetails.Result, &v); err != nil {
+				return zero, err
 			}
 			return v, nil
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
@@ -121,20 +126,22 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 	if closing != nil {
 		updates = closing()
 	}
-	var payload []byte
+	var payload *string
 	replayChildren := false
 	if err == nil {
-		payload, err = dc.x.h.opts.Codec.Marshal(codecChild, v)
+		payload, err = dc.serialize(serdes, KindContext, id, name, v)
 		switch {
 		case errors.Is(err, checkpoint.ErrTooLarge) && big != nil:
-			// Too large for the context's payload: checkpoint a marker and ask the
-			// service to keep the children in state, to rebuild the result from.
-			payload, err = dc.x.h.opts.Codec.Marshal(codecBatch, big.marker(v))
+			// Too large for the context's payload: checkpoint a summary and ask
+			// the service to keep the children in state, to rebuild the result from.
+			payload, err = dc.serialize(dc.x.h.opts.Serdes, KindBatch, id, name, big.marker(v))
 			replayChildren = true
 		case errors.Is(err, checkpoint.ErrTooLarge):
 			// Replays run fn again over the children the service keeps.
-			payload, err = nil, nil
+			payload, err = aws.String(""), nil
 			replayChildren = true
+		case err == nil:
+			v, err = roundTrip(dc, serdes, KindContext, id, name, payload, v)
 		}
 	}
 	if err != nil {
@@ -142,10 +149,10 @@ func runChild[T any](dc *Context, name, sub string, fn func(ctx context.Context,
 		u.Error = contextErrorObject(err)
 		dc.checkpoint(append(updates, u)...)
 		dc.x.cancelled(waitIDs(updates)...)
-		return zero, err
+		return zero, liveFailure(id, name, failureType(&types.Operation{Type: types.OperationTypeContext, SubType: aws.String(sub)}, aws.ToString(u.Error.ErrorType)), u.Error, err)
 	}
 	u := dc.update(id, name, types.OperationTypeContext, sub, types.OperationActionSucceed)
-	u.Payload = aws.String(string(payload))
+	u.Payload = payload
 	if replayChildren {
 		u.ContextOptions = &types.ContextOptions{ReplayChildren: aws.Bool(true)}
 	}
@@ -231,86 +238,10 @@ type BatchOptions struct {
 	// ToleratedFailurePercentage, when positive, also ends the batch once more
 	// than this percentage of all branches failed.
 	ToleratedFailurePercentage float64
-}
-
-// Batch item statuses. ItemStarted marks a branch that did not finish: the
-// completion policy was met before it started or while it was suspended.
-const (
-	ItemSucceeded = "SUCCEEDED"
-	ItemFailed    = "FAILED"
-	ItemStarted   = "STARTED"
-)
-
-// Completion reasons of a batch.
-const (
-	AllCompleted             = "ALL_COMPLETED"
-	MinSuccessfulReached     = "MIN_SUCCESSFUL_REACHED"
-	FailureToleranceExceeded = "FAILURE_TOLERANCE_EXCEEDED"
-)
-
-// BatchItem is the outcome of one branch.
-type BatchItem[T any] struct {
-	Index  int
-	Status string // ItemSucceeded, ItemFailed or ItemStarted
-	Result T
-	Error  *OperationError `json:",omitempty"`
-}
-
-// BatchResult is the outcome of [Parallel] or [Map], in branch order.
-type BatchResult[T any] struct {
-	Items            []BatchItem[T]
-	CompletionReason string
-}
-
-// Succeeded counts the branches that succeeded.
-func (r BatchResult[T]) Succeeded() int { return r.count(ItemSucceeded) }
-
-// Failed counts the branches that failed.
-func (r BatchResult[T]) Failed() int { return r.count(ItemFailed) }
-
-// Total is the number of branches.
-func (r BatchResult[T]) Total() int { return len(r.Items) }
-
-func (r BatchResult[T]) count(status string) int {
-	n := 0
-	for _, it := range r.Items {
-		if it.Status == status {
-			n++
-		}
-	}
-	return n
-}
-
-// Results returns the results of the branches that succeeded, in branch order.
-func (r BatchResult[T]) Results() []T {
-	var out []T
-	for _, it := range r.Items {
-		if it.Status == ItemSucceeded {
-			out = append(out, it.Result)
-		}
-	}
-	return out
-}
-
-// Errors returns the failures of the branches that failed, in branch order.
-func (r BatchResult[T]) Errors() []*OperationError {
-	var out []*OperationError
-	for _, it := range r.Items {
-		if it.Status == ItemFailed {
-			out = append(out, it.Error)
-		}
-	}
-	return out
-}
-
-// Err joins the branch failures into one error (nil when none failed), for
-// callers that want to fail fast on any failure.
-func (r BatchResult[T]) Err() error {
-	var errs []error
-	for _, e := range r.Errors() {
-		errs = append(errs, e)
-	}
-	return errors.Join(errs...)
+	// Serdes encodes the batch's result, the BatchResult; nil: Options.Serdes.
+	Serdes Serdes
+	// ItemSerdes encodes each branch's result in its own context; nil: Options.Serdes.
+	ItemSerdes Serdes
 }
 
 // Branch is one branch of [Parallel]: it runs in its own child context.
@@ -329,9 +260,12 @@ type NamedBranch[T any] struct {
 
 // Parallel runs the branches, each in its own child context, at most
 // opts.MaxConcurrency at a time, and checkpoints the batch's outcome once the
-// completion policy is met. The batch fails (error returned, outcome recorded)
-// only when the failure tolerance is exceeded; otherwise branch failures are in
-// the result's items. A branch that suspends (a wait, a callback, a retry)
+// completion policy is met. As in the official SDKs the batch succeeds
+// whatever its branches did: failures are in the result's items, and an
+// exceeded failure tolerance (with the default options, the first failure)
+// ends it with CompletionReason FailureToleranceExceeded; call
+// [BatchResult.Err] to fail on them. The returned error is for the batch
+// itself (invalid options, a history it contradicts). A branch that suspends (a wait, a callback, a retry)
 // suspends the whole execution unless the completion policy is already met.
 //
 // When the batch completes early (MinSuccessful reached, or the failure
@@ -342,7 +276,7 @@ type NamedBranch[T any] struct {
 // invokes and step retries pending in them are left as they are.
 //
 // A batch result whose encoding is larger than the operation payload limit (the
-// codec's MaxBytes, 256 KB by default) does not fail: the batch's CONTEXT SUCCEED
+// serdes' MaxBytes, 256 KB by default) does not fail: the batch's CONTEXT SUCCEED
 // carries a small marker and ContextOptions.ReplayChildren, so the service keeps
 // the branches' CONTEXT operations in state, and replays rebuild the same result
 // from their own payloads without running any branch again
@@ -434,7 +368,8 @@ func Map[I, T any](dc *Context, name string, items []I, fn func(ctx context.Cont
 	})
 }
 
-// ErrBatchFailed: more branches of a Parallel or Map failed than tolerated.
+// ErrBatchFailed: more branches of a Parallel or Map failed than tolerated;
+// [BatchResult.Err] matches it then.
 var ErrBatchFailed = errors.New("durable: batch failure tolerance exceeded")
 
 func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) string, n int, opts BatchOptions, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
@@ -444,10 +379,15 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 	// cancels are the waits of branches left unfinished by an early completion;
 	// runChild checkpoints them with the batch's outcome.
 	var cancels []types.OperationUpdate
-	return runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
-		res := BatchResult[T]{Items: make([]BatchItem[T], n)}
-		for i := range res.Items {
-			res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
+	itemSerdes := opts.ItemSerdes
+	if itemSerdes == nil {
+		itemSerdes = dc.x.h.opts.Serdes
+	}
+	res, err := runChild(dc, name, sub, func(ctx context.Context, parent *Context) (BatchResult[T], error) {
+		items := make([]BatchItem[T], n)
+		begun := make([]bool, n) // the branch started: it has an item
+		for i := range items {
+			items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
 		}
 		children, ids := branchContexts(parent, n)
 		limit := opts.MaxConcurrency
@@ -484,6 +424,7 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 			}
 			inflight++
 			running++
+			begun[i] = true
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
@@ -513,7 +454,7 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 				child := children[i]
 				// The branch is a child context of its own: run it through the same
 				// path, but with its ID fixed in advance.
-				v, err := branchChild(child, itemName(i), itemSub, parent.parentID, run, i)
+				v, err := branchChild(child, itemName(i), itemSub, parent.parentID, run, i, itemSerdes)
 				mu.Lock()
 				defer mu.Unlock()
 				finished = true
@@ -522,14 +463,17 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 					// The item carries the failure as the branch's FAIL recorded it,
 					// so a batch rebuilt from its branches, or finished in a later
 					// invocation that replays this branch, has the same item.
-					eo := contextErrorObject(err)
-					oe := &OperationError{OperationID: child.parentID, Name: itemName(i), Type: aws.ToString(eo.ErrorType),
-						Message: aws.ToString(eo.ErrorMessage), Data: aws.ToString(eo.ErrorData)}
-					res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
+					var oe *OperationError
+					if !errors.As(err, &oe) {
+						eo := contextErrorObject(err)
+						oe = &OperationError{Type: aws.ToString(eo.ErrorType), Message: aws.ToString(eo.ErrorMessage), Data: aws.ToString(eo.ErrorData)}
+					}
+					items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: &OperationError{OperationID: child.parentID, Name: itemName(i),
+						Type: oe.Type, Message: oe.Message, Data: oe.Data, Status: ItemFailed, SDKType: ErrorTypeChildContext}}
 					return
 				}
 				succeeded++
-				res.Items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
+				items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
 			}(i)
 		}
 		mu.Unlock()
@@ -540,7 +484,12 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 		// Completed with branches still suspended: cancel their waits, so the
 		// service does not reinvoke the execution for a branch nobody awaits.
 		unfinished := map[string]bool{}
-		for i, it := range res.Items {
+		res := BatchResult[T]{}
+		for i, it := range items {
+			if !begun[i] {
+				continue
+			}
+			res.All = append(res.All, it)
 			if it.Status == ItemStarted {
 				unfinished[ids[i]] = true
 			}
@@ -548,26 +497,40 @@ func batch[T any](dc *Context, name, sub, itemSub string, itemName func(i int) s
 		if len(unfinished) > 0 {
 			cancels = dc.x.startedWaitsUnder(unfinished)
 		}
+		// The official SDKs' order: tolerance first, then every branch done,
+		// then the minimum of successes.
 		switch {
 		case tooMany():
 			res.CompletionReason = FailureToleranceExceeded
+		case succeeded+failed == n:
+			res.CompletionReason = AllCompleted
 		case opts.MinSuccessful > 0 && succeeded >= opts.MinSuccessful:
 			res.CompletionReason = MinSuccessfulReached
 		default:
 			res.CompletionReason = AllCompleted
 		}
-		if res.CompletionReason == FailureToleranceExceeded {
-			return res, fmt.Errorf("%w: %d of %d branches failed", ErrBatchFailed, failed, n)
-		}
+		// A batch whose branches failed still succeeds, as in the official
+		// SDKs: the failures are in the result (BatchResult.Err).
 		return res, nil
 	}, func() []types.OperationUpdate { return cancels }, &rebuilder[BatchResult[T]]{
-		marker: func(r BatchResult[T]) batchMarker {
-			return batchMarker{Total: len(r.Items), CompletionReason: r.CompletionReason}
+		marker: func(r BatchResult[T]) batchSummary { return summarize(r, n, sub == subParallel) },
+		rebuild: func(parent *Context, m batchSummary) (BatchResult[T], error) {
+			return rebuildBatch(parent, m, n, itemName, run, itemSerdes)
 		},
-		rebuild: func(parent *Context, m batchMarker) (BatchResult[T], error) {
-			return rebuildBatch(parent, m, n, itemName, run)
-		},
-	})
+	}, opts.Serdes)
+	// The official SDKs' shape does not carry a failed item's operation: it
+	// is the branch's, derived from the batch's step ID and the index.
+	batchStep := dc.stepID()
+	for i := range res.All {
+		if idx := res.All[i].Index; idx < 0 || idx >= n {
+			panic(abort{err: fmt.Errorf("%w: batch %q recorded an item of branch %d, code has %d branches", ErrNondeterministic, name, idx, n)})
+		}
+		if e := res.All[i].Error; e != nil && e.OperationID == "" {
+			e.OperationID = OperationID(batchStep + "-" + strconv.Itoa(res.All[i].Index+1))
+			e.Name = itemName(res.All[i].Index)
+		}
+	}
+	return res, err
 }
 
 // branchContexts creates every branch's child context in index order up front,
@@ -592,19 +555,20 @@ func branchContexts(parent *Context, n int) ([]*Context, []string) {
 // body runs, except that of a branch whose own result was too large for its
 // payload, which is re-run over its recorded children (runChild has counted
 // every operation below the batch as visited).
-func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i int) string, run func(ctx context.Context, c *Context, i int) (T, error)) (BatchResult[T], error) {
+func rebuildBatch[T any](parent *Context, m batchSummary, n int, itemName func(i int) string, run func(ctx context.Context, c *Context, i int) (T, error), itemSerdes Serdes) (BatchResult[T], error) {
 	x := parent.x
-	if m.Total != n {
-		panic(abort{err: fmt.Errorf("%w: batch %s had %d branches, code has %d", ErrNondeterministic, parent.parentID, m.Total, n)})
+	if m.TotalCount > n || len(m.ItemStatuses) > n {
+		panic(abort{err: fmt.Errorf("%w: batch %s had %d branches, code has %d", ErrNondeterministic, parent.parentID, max(m.TotalCount, len(m.ItemStatuses)), n)})
 	}
 	children, ids := branchContexts(parent, n)
-	res := BatchResult[T]{Items: make([]BatchItem[T], n), CompletionReason: m.CompletionReason}
+	res := BatchResult[T]{CompletionReason: m.CompletionReason}
 	for i, id := range ids {
-		res.Items[i] = BatchItem[T]{Index: i, Status: ItemStarted}
 		op := x.op(id)
 		if op == nil {
-			continue
+			continue // never started: no item
 		}
+		res.All = append(res.All, BatchItem[T]{Index: i, Status: ItemStarted})
+		item := &res.All[len(res.All)-1]
 		name := itemName(i)
 		if op.Type != types.OperationTypeContext || aws.ToString(op.Name) != name {
 			panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for CONTEXT %q", ErrNondeterministic, id, op.Type, aws.ToString(op.Name), name)})
@@ -616,15 +580,16 @@ func rebuildBatch[T any](parent *Context, m batchMarker, n int, itemName func(i 
 			case op.ContextDetails != nil && aws.ToBool(op.ContextDetails.ReplayChildren):
 				v, _ = rerunBranch(children[i], id, name, run, i)
 			case op.ContextDetails != nil && op.ContextDetails.Result != nil:
-				if err := x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
-					return BatchResult[T]{}, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+				if err := parent.deserialize(itemSerdes, KindContext, id, name, op.ContextDetails.Result, &v); err != nil {
+					return BatchResult[T]{}, err
 				}
 			}
-			res.Items[i] = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
+			*item = BatchItem[T]{Index: i, Status: ItemSucceeded, Result: v}
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
 			// The item as the live run built it: the message is the one recorded.
-			oe := operationError(op).(*OperationError)
-			res.Items[i] = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
+			oe := operationError(op)
+			oe.SDKType, oe.Status = ErrorTypeChildContext, ItemFailed
+			*item = BatchItem[T]{Index: i, Status: ItemFailed, Error: oe}
 		}
 	}
 	return res, nil
@@ -666,13 +631,15 @@ func (dc *Context) visitUnder(root string) {
 
 // branchChild runs one branch as the CONTEXT operation child.parentID, a child
 // of the batch's own context.
-func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx context.Context, c *Context, i int) (T, error), i int) (T, error) {
+func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx context.Context, c *Context, i int) (T, error), i int, serdes Serdes) (T, error) {
 	var zero T
 	x := child.x
 	id := child.parentID
 	op := x.op(id)
-	if op != nil && (op.Type != types.OperationTypeContext || aws.ToString(op.Name) != name) {
-		panic(abort{err: fmt.Errorf("%w: operation %s is %s %q in history, code asks for CONTEXT %q", ErrNondeterministic, id, op.Type, aws.ToString(op.Name), name)})
+	if op != nil {
+		if err := matches(op, id, child.prefix, types.OperationTypeContext, sub, name); err != nil {
+			panic(abort{err: err})
+		}
 	}
 	if !child.rebuilding {
 		x.mu.Lock()
@@ -699,8 +666,8 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 			if op.ContextDetails == nil || op.ContextDetails.Result == nil {
 				return zero, nil
 			}
-			if err := x.h.opts.Codec.Unmarshal([]byte(*op.ContextDetails.Result), codecChild, &v); err != nil {
-				return zero, fmt.Errorf("durable: context %s (%s): %w", id, name, err)
+			if err := child.deserialize(serdes, KindContext, id, name, op.ContextDetails.Result, &v); err != nil {
+				return zero, err
 			}
 			return v, nil
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
@@ -711,12 +678,13 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 	}
 	v, err := run(withInfo(x.ctx, Info{ExecutionArn: x.arn, OperationID: id, OperationName: name}), child, i)
 	if err == nil {
-		var payload []byte
-		payload, err = x.h.opts.Codec.Marshal(codecChild, v)
+		var payload *string
+		payload, err = child.serialize(serdes, KindContext, id, name, v)
 		u := upd(types.OperationActionSucceed)
 		switch {
 		case err == nil:
-			u.Payload = aws.String(string(payload))
+			u.Payload = payload
+			v, err = roundTrip(child, serdes, KindContext, id, name, payload, v)
 		case errors.Is(err, checkpoint.ErrTooLarge):
 			// Like RunInChildContext: replays run the branch again over its
 			// children, which the service keeps.
@@ -735,7 +703,7 @@ func branchChild[T any](child *Context, name, sub, batchID string, run func(ctx 
 	u := upd(types.OperationActionFail)
 	u.Error = contextErrorObject(err)
 	child.checkpoint(u)
-	return zero, err
+	return zero, liveFailure(id, name, ErrorTypeChildContext, u.Error, err)
 }
 
 // rerunBranch rebuilds branch i's result, too large for its payload, by
@@ -755,7 +723,8 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 	if wait == nil {
 		wait = func(n int) time.Duration { return min(time.Second<<min(n-1, 20), 5*time.Minute) }
 	}
-	id, op := dc.next(types.OperationTypeStep, name)
+	serdes := dc.x.h.opts.Serdes
+	id, op := dc.next(types.OperationTypeStep, subCondition, name)
 	attempt, state, started := 1, initial, false
 	if op != nil {
 		if op.StepDetails != nil {
@@ -767,8 +736,8 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 			if op.StepDetails == nil || op.StepDetails.Result == nil {
 				return zero, nil
 			}
-			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), codecCondition, &v); err != nil {
-				return zero, fmt.Errorf("durable: condition %s (%s): %w", id, name, err)
+			if err := dc.deserialize(serdes, KindCondition, id, name, op.StepDetails.Result, &v); err != nil {
+				return zero, err
 			}
 			return v, nil
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
@@ -779,8 +748,8 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 			started = true
 		}
 		if op.StepDetails != nil && op.StepDetails.Result != nil {
-			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), codecCondition, &state); err != nil {
-				return zero, fmt.Errorf("durable: condition %s (%s) state: %w", id, name, err)
+			if err := dc.deserialize(serdes, KindCondition, id, name, op.StepDetails.Result, &state); err != nil {
+				return zero, err
 			}
 		}
 	}
@@ -795,9 +764,9 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 		s, ok, err := check(ctx, state)
 		return outcome{s, ok}, err
 	})
-	var payload []byte
+	var payload *string
 	if err == nil {
-		payload, err = dc.x.h.opts.Codec.Marshal(codecCondition, out.s)
+		payload, err = dc.serialize(serdes, KindCondition, id, name, out.s)
 	}
 	if err != nil {
 		if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
@@ -807,17 +776,17 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 		u.Error = errorObject(err)
 		dc.checkpoint(u)
 		dc.x.metrics.finished(dc.x.ctx, name, "failed")
-		return zero, err
+		return zero, liveFailure(id, name, ErrorTypeWaitForCondition, u.Error, err)
 	}
 	if out.done {
 		u := dc.update(id, name, types.OperationTypeStep, subCondition, types.OperationActionSucceed)
-		u.Payload = aws.String(string(payload))
+		u.Payload = payload
 		dc.checkpoint(u)
 		dc.x.metrics.finished(dc.x.ctx, name, "succeeded")
 		return out.s, nil
 	}
 	u := dc.update(id, name, types.OperationTypeStep, subCondition, types.OperationActionRetry)
-	u.Payload = aws.String(string(payload))
+	u.Payload = payload
 	u.StepOptions = &types.StepOptions{NextAttemptDelaySeconds: aws.Int32(int32(max(math.Ceil(wait(attempt).Seconds()), 1)))}
 	dc.checkpoint(u)
 	panic(suspend{})
@@ -830,9 +799,9 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 // result. A failed, timed-out or stopped invocation returns an *[OperationError].
 func Invoke[T any](dc *Context, name, functionName string, input any) (T, error) {
 	var zero T
-	id, op := dc.next(types.OperationTypeChainedInvoke, name)
+	id, op := dc.next(types.OperationTypeChainedInvoke, subInvoke, name)
 	if op == nil {
-		b, err := json.Marshal(input)
+		b, err := marshalPlain(input) // as JSON.stringify writes it: no HTML escaping
 		if err != nil {
 			return zero, Fatal(fmt.Errorf("durable: invoke %s (%s) input: %w", id, name, err))
 		}

@@ -122,7 +122,7 @@ func TestEarlyBatchLeavesRaceSuspended(t *testing.T) {
 			if err := dc.Wait("after", time.Second); err != nil {
 				return nil, err
 			}
-			return fmt.Sprintf("%d %s %s %v", res.Succeeded(), res.Items[1].Status, res.CompletionReason, dc.Replaying()), nil
+			return fmt.Sprintf("%d %s %s %v", res.Succeeded(), itemAt(res, 1).Status, res.CompletionReason, dc.Replaying()), nil
 		}, durable.Options{})
 		out, err := e.Drive(context.Background(), h, 5)
 		if err != nil || out.Status != durable.StatusSucceeded || aws.ToString(out.Result) != `"1 STARTED MIN_SUCCESSFUL_REACHED false"` {
@@ -368,7 +368,9 @@ func TestWaitForCallbackSubmitterFailsEveryAttempt(t *testing.T) {
 		if err != nil || out.Status != durable.StatusSucceeded {
 			t.Fatalf("%+v %v", out, err)
 		}
-		want := "mail down|durable: operation c4ca4238a0b92382 (approve) failed: *errors.errorString: mail down"
+		// The submitter's failure, a StepError, fails the WaitForCallback
+		// context: live and replayed alike (ErrorType CallbackSubmitterError).
+		want := "durable: operation c4ca4238a0b92382 (approve) failed: StepError: mail down|durable: operation c4ca4238a0b92382 (approve) failed: StepError: mail down"
 		if submits != 2 || strings.Join(seen, "|") != want {
 			t.Errorf("submit ran %d times; errors %q, want %q", submits, seen, want)
 		}
@@ -402,7 +404,7 @@ func TestWaitForCallbackEarlierLayoutRenamed(t *testing.T) {
 		}, durable.Options{})
 		out, err := e.Drive(ctx, h, 3)
 		if err != nil || out.Status != durable.StatusFailed || aws.ToString(out.Error.ErrorType) != "durable.Nondeterministic" ||
-			!strings.Contains(aws.ToString(out.Error.ErrorMessage), `is CALLBACK "approve-v1" in history, code asks for CONTEXT "approve"`) {
+			!strings.Contains(aws.ToString(out.Error.ErrorMessage), `is CALLBACK/Callback "approve-v1" in history, code asks for CONTEXT/WaitForCallback "approve"`) {
 			t.Fatalf("%+v %v, want FAILED durable.Nondeterministic naming both", out, err)
 		}
 	})

@@ -431,8 +431,8 @@ func TestCallbackTimeoutAndCancellation(t *testing.T) {
 		}
 		e.Elapse(3 * time.Second)
 		out, err := e.Drive(context.Background(), h, 5)
-		if err != nil || out.Status != durable.StatusFailed || !strings.Contains(aws.ToString(out.Error.ErrorMessage), "TIMED_OUT") ||
-			!strings.Contains(aws.ToString(out.Error.ErrorMessage), "Callback timed out") {
+		if err != nil || out.Status != durable.StatusFailed || aws.ToString(out.Error.ErrorType) != durable.ErrorTypeCallbackTimeout ||
+			aws.ToString(out.Error.ErrorMessage) != "Callback timed out" {
 			t.Fatalf("timeout: %+v %v", out, err)
 		}
 
@@ -559,7 +559,7 @@ func TestWaitForCallbackFailureReplays(t *testing.T) {
 		if err != nil || out.Status != durable.StatusSucceeded {
 			t.Fatalf("%+v %v", out, err)
 		}
-		if len(seen) != 2 || seen[0] != seen[1] || !strings.HasPrefix(seen[0], "approve|CallbackFailed|declined") {
+		if len(seen) != 2 || seen[0] != seen[1] || !strings.HasPrefix(seen[0], "approve|CallbackExternalError|declined") {
 			t.Errorf("live and replayed errors: %q", seen)
 		}
 	})
@@ -688,8 +688,8 @@ func TestCrashWithIdempotencyKey(t *testing.T) {
 	})
 }
 
-// TestCorruptHistory: a step result edited in the service's history is refused by
-// the checkpoint integrity sum instead of being fed to the workflow, and a
+// TestCorruptHistory: a step result edited in the service's history is refused,
+// under the opt-in EnvelopeSerdes, by the checkpoint integrity sum instead of being fed to the workflow, and a
 // history without its EXECUTION operation is invalid input.
 func TestCorruptHistory(t *testing.T) {
 	t.Parallel()
@@ -703,7 +703,7 @@ func TestCorruptHistory(t *testing.T) {
 				return nil, err
 			}
 			return v, dc.Wait("w", time.Hour)
-		}, durable.Options{})
+		}, durable.Options{Serdes: envelopeSerdes(t)})
 		if out, err := h.Handle(context.Background(), e.Input(t)); err != nil || out.Status != durable.StatusPending {
 			t.Fatal(out, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"log/slog"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,11 @@ type Func func(ctx context.Context, dc *Context, input json.RawMessage) (any, er
 
 // Options configure a [Handler]. The zero value is valid.
 type Options struct {
-	// Codec encodes step results into checkpoint payloads; nil: checkpoint defaults.
-	Codec *checkpoint.Codec
+	// Serdes encodes the results of steps, child contexts, conditions and
+	// batches into checkpoint payloads and decodes them on replay; operations
+	// may set their own. nil: a [JSONSerdes] with checkpoint's default limits,
+	// plain JSON as AWS's SDKs write it.
+	Serdes Serdes
 	// Logger receives the records of [Context.Logger]; nil discards them.
 	Logger *slog.Logger
 	// LogReplays keeps the records [Context.Logger] gets while the function
@@ -84,12 +88,12 @@ func NewHandler(api API, fn Func, opts Options) (*Handler, error) {
 	if opts.MaxAttempts == 0 {
 		opts.MaxAttempts = 3
 	}
-	if opts.Codec == nil {
-		c, err := checkpoint.New(checkpoint.Options{})
+	if opts.Serdes == nil {
+		s, err := NewJSONSerdes(checkpoint.Options{})
 		if err != nil {
 			return nil, err
 		}
-		opts.Codec = c
+		opts.Serdes = s
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -186,11 +190,11 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		case abort:
 			if errors.Is(p.err, ErrNondeterministic) {
 				// A divergence is terminal: replaying the same code again cannot help.
-				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String("durable.Nondeterministic"), ErrorMessage: aws.String(p.err.Error())}}, nil
+				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String(ErrorTypeNondeterministic), ErrorMessage: aws.String(p.err.Error())}}, nil
 				return
 			}
 			if p.terminal {
-				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String("durable.CheckpointRejected"), ErrorMessage: aws.String(p.err.Error())}}, nil
+				out, err = Output{Status: StatusFailed, Error: &types.ErrorObject{ErrorType: aws.String(ErrorTypeCheckpointRejected), ErrorMessage: aws.String(p.err.Error())}}, nil
 				return
 			}
 			out, err = Output{}, p.err
@@ -205,7 +209,11 @@ func (h *Handler) Handle(ctx context.Context, in Input) (out Output, err error) 
 		}
 		return Output{Status: StatusFailed, Error: errorObject(ferr)}, nil
 	}
-	b, merr := json.Marshal(result)
+	if none(result) {
+		// Nothing to return, as the official SDKs return no Result for undefined.
+		return Output{Status: StatusSucceeded}, nil
+	}
+	b, merr := marshalPlain(result) // as JSON.stringify writes it: no HTML escaping
 	if merr != nil {
 		return Output{Status: StatusFailed, Error: errorObject(merr)}, nil
 	}
@@ -365,7 +373,7 @@ func (x *execution) op(id string) *types.Operation {
 
 // next assigns the next operation ID and returns the recorded operation, checking
 // that history agrees on what it is.
-func (dc *Context) next(typ types.OperationType, name string) (string, *types.Operation) {
+func (dc *Context) next(typ types.OperationType, sub, name string) (string, *types.Operation) {
 	dc.counter++
 	step := strconv.Itoa(dc.counter)
 	if dc.prefix != "" {
@@ -377,9 +385,8 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 	defer x.mu.Unlock()
 	var op *types.Operation
 	if rec := x.ops[id]; rec != nil {
-		if rec.Type != typ || aws.ToString(rec.Name) != name {
-			panic(abort{err: fmt.Errorf("%w: operation %s (step %s) is %s %q in history, code asks for %s %q",
-				ErrNondeterministic, id, step, rec.Type, aws.ToString(rec.Name), typ, name)})
+		if err := matches(rec, id, step, typ, sub, name); err != nil {
+			panic(abort{err: err})
 		}
 		c := *rec
 		op = &c
@@ -399,6 +406,21 @@ func (dc *Context) next(typ types.OperationType, name string) (string, *types.Op
 	}
 	x.replaying.Store(x.visited < len(x.history))
 	return id, op
+}
+
+// matches checks that the recorded operation rec is the operation the code
+// asks for at this position: same type, subtype and name, as the official
+// SDKs check (a STEP that became a WaitForCondition, or a RunInChildContext
+// that became a Parallel, is a divergence, not a payload to misread). A
+// record without a subtype (written by a client that sent none) is not
+// compared on it.
+func matches(rec *types.Operation, id, step string, typ types.OperationType, sub, name string) error {
+	recSub := aws.ToString(rec.SubType)
+	if rec.Type != typ || aws.ToString(rec.Name) != name || (recSub != "" && sub != "" && recSub != sub) {
+		return fmt.Errorf("%w: operation %s (step %s) is %s/%s %q in history, code asks for %s/%s %q",
+			ErrNondeterministic, id, step, rec.Type, recSub, aws.ToString(rec.Name), typ, sub, name)
+	}
+	return nil
 }
 
 // peek returns the recorded operation that the next call to next will get, or
@@ -485,8 +507,11 @@ func (x *execution) checkpoint(updates ...types.OperationUpdate) {
 // fn's side effect and before the SUCCEED checkpoint, the next invocation runs fn
 // again: steps are at least once, as on every durable engine.
 //
-// A live failure returns fn's own error, so typed business errors survive; a
-// replayed failure returns an *[OperationError] with the recorded type and message.
+// A failure returns an *[OperationError] (ErrorType "StepError", as the
+// official SDKs hand it over) with the recorded type and message; a live one
+// wraps fn's own error, so errors.Is and errors.As still find typed business
+// errors. The recorded type is that of fn's error: its ErrorType method's
+// answer, else "Error".
 func Step[T any](dc *Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
 	return StepWith(dc, name, StepOptions{}, fn)
 }
@@ -505,6 +530,8 @@ type StepOptions struct {
 	// exhausted, and the START of every attempt is checkpointed before the body
 	// runs.
 	AtMostOnce bool
+	// Serdes encodes this step's result; nil: Options.Serdes.
+	Serdes Serdes
 }
 
 // ErrInterrupted: an at-most-once step's attempt began and never checkpointed
@@ -530,7 +557,10 @@ func stepWith[T any](dc *Context, name, label string, so StepOptions, fn func(ct
 	if so.Backoff == nil {
 		so.Backoff = dc.x.h.opts.Backoff
 	}
-	id, op := dc.next(types.OperationTypeStep, name)
+	if so.Serdes == nil {
+		so.Serdes = dc.x.h.opts.Serdes
+	}
+	id, op := dc.next(types.OperationTypeStep, "Step", name)
 	attempt := 1
 	started := false
 	if op != nil {
@@ -545,8 +575,8 @@ func stepWith[T any](dc *Context, name, label string, so StepOptions, fn func(ct
 			if op.StepDetails == nil || op.StepDetails.Result == nil {
 				return zero, nil
 			}
-			if err := dc.x.h.opts.Codec.Unmarshal([]byte(*op.StepDetails.Result), "durable.step", &v); err != nil {
-				return zero, fmt.Errorf("durable: step %s (%s): %w", id, label, err)
+			if err := dc.deserialize(so.Serdes, KindStep, id, label, op.StepDetails.Result, &v); err != nil {
+				return zero, err
 			}
 			return v, nil
 		case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
@@ -574,10 +604,13 @@ func stepWith[T any](dc *Context, name, label string, so StepOptions, fn func(ct
 		v, err = runAttempt(dc, id, label, attempt, fn)
 	}
 	if err == nil {
-		payload, merr := dc.x.h.opts.Codec.Marshal("durable.step", v)
+		payload, merr := dc.serialize(so.Serdes, KindStep, id, label, v)
+		if merr == nil {
+			v, merr = roundTrip(dc, so.Serdes, KindStep, id, label, payload, v)
+		}
 		if merr == nil {
 			u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionSucceed)
-			u.Payload = aws.String(string(payload))
+			u.Payload = payload
 			dc.checkpoint(u)
 			dc.x.metrics.finished(dc.x.ctx, label, "succeeded")
 			return v, nil
@@ -593,7 +626,7 @@ func stepWith[T any](dc *Context, name, label string, so StepOptions, fn func(ct
 		u.Error = errorObject(err)
 		dc.checkpoint(u)
 		dc.x.metrics.finished(dc.x.ctx, label, "failed")
-		return zero, err
+		return zero, liveFailure(id, label, ErrorTypeStep, u.Error, err)
 	}
 	delay := int32(math.Ceil(so.Backoff(attempt).Seconds()))
 	u := dc.update(id, name, types.OperationTypeStep, "Step", types.OperationActionRetry)
@@ -632,6 +665,41 @@ type Wait struct {
 // maxWaitSeconds is the largest duration WaitOptions.WaitSeconds carries.
 const maxWaitSeconds = math.MaxInt32
 
+// DurationError reports a duration the service cannot carry: a negative
+// wait or timeout, or one longer than its int32 seconds. It matches
+// [ErrInvalidInput], and nothing is checkpointed for the operation.
+type DurationError struct {
+	// Field names the duration, e.g. "Wait(\"cool-off\")" or "CallbackOptions.Timeout".
+	Field string
+	// Value is the duration given.
+	Value time.Duration
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error names the field, the value and what is wrong with it.
+func (e *DurationError) Error() string {
+	return fmt.Sprintf("durable: invalid %s %s: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap makes a DurationError match [ErrInvalidInput].
+func (e *DurationError) Unwrap() error { return ErrInvalidInput }
+
+// waitSeconds rounds a wait up to whole seconds, at least one (4.5.2 of the
+// specification: 0 and 1 ns both wait 1 s, 1.2 s waits 2 s), refusing
+// negative durations and those beyond WaitSeconds.
+func waitSeconds(name string, d time.Duration) (int32, error) {
+	field := fmt.Sprintf("Wait(%q)", name)
+	if d < 0 {
+		return 0, &DurationError{Field: field, Value: d, Reason: "negative"}
+	}
+	secs := max(math.Ceil(d.Seconds()), 1)
+	if secs > maxWaitSeconds {
+		return 0, &DurationError{Field: field, Value: d, Reason: fmt.Sprintf("longer than %d seconds", maxWaitSeconds)}
+	}
+	return int32(secs), nil
+}
+
 // StartWait starts a WAIT operation of d (rounded up to whole seconds, at least
 // one) without suspending, so the function can go on and later block on it with
 // [Wait.Wait] or end it early with [Wait.Cancel]. The wait is started once:
@@ -639,14 +707,14 @@ const maxWaitSeconds = math.MaxInt32
 // longer than WaitSeconds can carry (about 68 years) is an error matching
 // [ErrInvalidInput].
 func (dc *Context) StartWait(name string, d time.Duration) (*Wait, error) {
-	secs := max(math.Ceil(d.Seconds()), 1)
-	if secs > maxWaitSeconds {
-		return nil, Fatal(fmt.Errorf("%w: wait %q of %s is longer than %d seconds", ErrInvalidInput, name, d, maxWaitSeconds))
+	secs, err := waitSeconds(name, d)
+	if err != nil {
+		return nil, Fatal(err)
 	}
-	id, op := dc.next(types.OperationTypeWait, name)
+	id, op := dc.next(types.OperationTypeWait, "Wait", name)
 	if op == nil {
 		u := dc.update(id, name, types.OperationTypeWait, "Wait", types.OperationActionStart)
-		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(int32(secs))}
+		u.WaitOptions = &types.WaitOptions{WaitSeconds: aws.Int32(secs)}
 		dc.checkpoint(u)
 	}
 	return &Wait{dc: dc, id: id, name: name}, nil
@@ -703,6 +771,11 @@ type CallbackOptions struct {
 	// A negative MaxAttempts is an error matching [ErrInvalidInput], returned
 	// before anything is recorded.
 	Submit StepOptions
+	// Serdes decodes the answer; nil: a []byte or string result gets the
+	// answer's text as it was sent (JSON or not, as the official SDKs hand it
+	// over; a string answer that is a JSON string is unquoted), anything else
+	// is decoded from JSON.
+	Serdes Serdes
 }
 
 // WaitForCallback is [WaitForCallbackWith] with only a timeout.
@@ -746,26 +819,116 @@ func WaitForCallbackWith[T any](dc *Context, name string, opts CallbackOptions, 
 		}
 		return cb.Result()
 	}
-	return runChild(dc, name, subWaitCallback, func(ctx context.Context, child *Context) (T, error) {
+	// The context's result is the answer's text, recorded as a JSON string
+	// as the official SDKs record it, and decoded into T here, live and on
+	// replay alike.
+	raw, err := runChild(dc, name, subWaitCallback, func(ctx context.Context, child *Context) (answer, error) {
 		cb, _, err := createCallback[T](child, "", opts)
 		if err != nil {
-			return zero, err
+			return answer{}, err
 		}
 		if _, err := stepWith(child, "", name+"-submitter", opts.Submit, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, submit(ctx, cb.callbackID)
 		}); err != nil {
-			return zero, err
+			return answer{}, err
 		}
-		v, err := cb.Result()
-		var oe *OperationError
-		if errors.As(err, &oe) && oe.Name == "" {
-			// The unnamed callback's failure is reported as the failure of
-			// this WaitForCallback context, the operation a replay returns
-			// it from: its ID and name, the callback's type, message, data.
-			oe.OperationID, oe.Name = child.parentID, name
+		text, err := cb.raw()
+		if err != nil {
+			var oe *OperationError
+			if errors.As(err, &oe) && oe.Name == "" {
+				// The unnamed callback's failure is reported as the failure of
+				// this WaitForCallback context, the operation a replay returns
+				// it from: its ID and name, the callback's type, message, data.
+				oe.OperationID, oe.Name = child.parentID, name
+			}
+			return answer{}, err
 		}
+		return answer{text: text}, nil
+	}, nil, nil, callbackContextSerdes{dc.x.h.opts.Serdes})
+	if err != nil {
+		return zero, err
+	}
+	if raw.text == nil {
+		return zero, nil
+	}
+	return decodeAnswer[T](dc, opts.Serdes, raw.id, name, *raw.text)
+}
+
+// answer is the result of a WaitForCallback context: the answer's text, nil
+// when the callback succeeded without a result.
+type answer struct {
+	text *string
+	id   string
+}
+
+// callbackContextSerdes records a WaitForCallback context's result as the
+// official SDKs do, the answer's text as a JSON string, and reads it back;
+// it also reads the envelope an earlier release recorded there, which held
+// the decoded answer.
+type callbackContextSerdes struct{ legacy Serdes }
+
+func (s callbackContextSerdes) Serialize(sc SerdesContext, v any) (*string, error) {
+	a := v.(answer)
+	if a.text == nil {
+		return nil, nil
+	}
+	b, err := marshalPlain(*a.text)
+	if err != nil {
+		return nil, err
+	}
+	str := string(b)
+	return &str, nil
+}
+
+func (s callbackContextSerdes) Deserialize(sc SerdesContext, data *string, target any) error {
+	a := target.(*answer)
+	a.id = sc.OperationID
+	if data == nil {
+		return nil
+	}
+	text := *data
+	if env, ok, err := openLegacy(s.legacy, data); err != nil {
+		return err
+	} else if ok {
+		text = string(env)
+	}
+	var str string
+	if json.Unmarshal([]byte(text), &str) == nil {
+		a.text = &str
+		return nil
+	}
+	a.text = &text // the earlier release's decoded answer, as JSON
+	return nil
+}
+
+// decodeAnswer decodes a callback's answer into T: with serdes when set;
+// else the text itself for []byte, the text (unquoted when it is a JSON
+// string) for string, JSON otherwise.
+func decodeAnswer[T any](dc *Context, serdes Serdes, id, name, text string) (T, error) {
+	var v T
+	if serdes != nil {
+		err := dc.deserialize(serdes, KindCallback, id, name, &text, &v)
 		return v, err
-	}, nil, nil)
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	switch {
+	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8:
+		rv.SetBytes([]byte(text))
+		return v, nil
+	case rv.Kind() == reflect.String:
+		var s string
+		if json.Unmarshal([]byte(text), &s) != nil {
+			s = text
+		}
+		rv.SetString(s)
+		return v, nil
+	}
+	dec := json.NewDecoder(stringsReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return v, &SerdesError{OperationID: id, Name: name, Op: "deserialize", Err: fmt.Errorf("callback answer is not the JSON of %T: %w", v, err)}
+	}
+	return v, nil
 }
 
 // Callback is a callback created by [CreateCallback]: its ID goes to the system
@@ -774,6 +937,7 @@ type Callback[T any] struct {
 	dc         *Context
 	id, name   string
 	callbackID string
+	serdes     Serdes
 }
 
 // ID is the callback ID to pass to SendDurableExecutionCallbackSuccess,
@@ -798,8 +962,11 @@ func checkCallbackOptions(name string, opts CallbackOptions) error {
 		field string
 		v     time.Duration
 	}{{"Timeout", opts.Timeout}, {"HeartbeatTimeout", opts.HeartbeatTimeout}} {
-		if d.v < 0 || math.Ceil(d.v.Seconds()) > math.MaxInt32 {
-			return Fatal(fmt.Errorf("%w: CallbackOptions.%s %s of callback %q is negative or longer than %d seconds", ErrInvalidInput, d.field, d.v, name, math.MaxInt32))
+		if d.v < 0 {
+			return Fatal(&DurationError{Field: fmt.Sprintf("CallbackOptions.%s of callback %q", d.field, name), Value: d.v, Reason: "negative"})
+		}
+		if math.Ceil(d.v.Seconds()) > math.MaxInt32 {
+			return Fatal(&DurationError{Field: fmt.Sprintf("CallbackOptions.%s of callback %q", d.field, name), Value: d.v, Reason: fmt.Sprintf("longer than %d seconds", math.MaxInt32)})
 		}
 	}
 	return nil
@@ -809,7 +976,7 @@ func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Cal
 	if err := checkCallbackOptions(name, opts); err != nil {
 		return nil, false, err
 	}
-	id, op := dc.next(types.OperationTypeCallback, name)
+	id, op := dc.next(types.OperationTypeCallback, "Callback", name)
 	created := false
 	if op == nil {
 		u := dc.update(id, name, types.OperationTypeCallback, "Callback", types.OperationActionStart)
@@ -822,7 +989,7 @@ func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Cal
 	if op == nil || op.CallbackDetails == nil || aws.ToString(op.CallbackDetails.CallbackId) == "" {
 		panic(abort{err: fmt.Errorf("%w: callback %s started without a callback ID", ErrCheckpoint, id)})
 	}
-	return &Callback[T]{dc: dc, id: id, name: name, callbackID: *op.CallbackDetails.CallbackId}, created, nil
+	return &Callback[T]{dc: dc, id: id, name: name, callbackID: *op.CallbackDetails.CallbackId, serdes: opts.Serdes}, created, nil
 }
 
 // Result returns the answer decoded into T, an *[OperationError] when the
@@ -830,35 +997,30 @@ func createCallback[T any](dc *Context, name string, opts CallbackOptions) (*Cal
 // service has an answer.
 func (c *Callback[T]) Result() (T, error) {
 	var zero T
+	text, err := c.raw()
+	if err != nil || text == nil {
+		return zero, err
+	}
+	return decodeAnswer[T](c.dc, c.serdes, c.id, c.name, *text)
+}
+
+// raw returns the answer's text (nil: answered without a result), the
+// callback's failure, or suspends until the service has an answer.
+func (c *Callback[T]) raw() (*string, error) {
 	op := c.dc.x.op(c.id)
 	if op == nil {
 		panic(suspend{})
 	}
 	switch op.Status {
 	case types.OperationStatusSucceeded:
-		var v T
 		if op.CallbackDetails == nil || op.CallbackDetails.Result == nil {
-			return zero, nil
+			return nil, nil
 		}
-		dec := json.NewDecoder(stringsReader(*op.CallbackDetails.Result))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return zero, fmt.Errorf("durable: callback %s (%s) result: %w", c.id, c.name, err)
-		}
-		return v, nil
+		return op.CallbackDetails.Result, nil
 	case types.OperationStatusFailed, types.OperationStatusCancelled, types.OperationStatusTimedOut, types.OperationStatusStopped:
-		return zero, operationError(op)
+		return nil, operationError(op)
 	}
 	panic(suspend{})
-}
-
-func errorObject(err error) *types.ErrorObject {
-	typ := fmt.Sprintf("%T", err)
-	var oe *OperationError
-	if errors.As(err, &oe) {
-		typ = oe.Type
-	}
-	return fitError(&types.ErrorObject{ErrorType: aws.String(typ), ErrorMessage: aws.String(err.Error())})
 }
 
 // maxErrorBytes bounds the JSON of an error object this package checkpoints.
@@ -903,42 +1065,4 @@ func fitError(eo *types.ErrorObject) *types.ErrorObject {
 		*f = aws.String(v[:keep] + truncated)
 	}
 	return eo
-}
-
-// contextErrorObject is errorObject for the failure of a child context. A
-// context that fails with an operation's recorded failure (a callback's, a
-// branch's) records that failure's type, message and data as they are, so the
-// error a replay returns carries the same fields as the live one.
-func contextErrorObject(err error) *types.ErrorObject {
-	oe, ok := err.(*OperationError)
-	if !ok {
-		return errorObject(err)
-	}
-	eo := &types.ErrorObject{ErrorType: aws.String(oe.Type), ErrorMessage: aws.String(oe.Message)}
-	if oe.Data != "" {
-		eo.ErrorData = aws.String(oe.Data)
-	}
-	return fitError(eo)
-}
-
-func operationError(op *types.Operation) error {
-	e := &OperationError{OperationID: aws.ToString(op.Id), Name: aws.ToString(op.Name), Type: string(op.Status), Message: string(op.Status)}
-	var eo *types.ErrorObject
-	switch {
-	case op.StepDetails != nil:
-		eo = op.StepDetails.Error
-	case op.CallbackDetails != nil:
-		eo = op.CallbackDetails.Error
-	case op.ContextDetails != nil:
-		eo = op.ContextDetails.Error
-	case op.ChainedInvokeDetails != nil:
-		eo = op.ChainedInvokeDetails.Error
-	}
-	if eo != nil {
-		e.Message, e.Data = aws.ToString(eo.ErrorMessage), aws.ToString(eo.ErrorData)
-		if t := aws.ToString(eo.ErrorType); t != "" {
-			e.Type = t // otherwise the status (TIMED_OUT) names the failure
-		}
-	}
-	return e
 }

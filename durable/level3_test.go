@@ -257,28 +257,35 @@ func TestParallelConcurrencyAndCompletion(t *testing.T) {
 			t.Errorf("%d branches ran at once, limit 2", peak.Load())
 		}
 		if res.CompletionReason != durable.MinSuccessfulReached || res.Succeeded() < 3 || started.Load() == 6 {
-			t.Errorf("reason %s, %d succeeded, %d started: %+v", res.CompletionReason, res.Succeeded(), started.Load(), res.Items)
+			t.Errorf("reason %s, %d succeeded, %d started: %+v", res.CompletionReason, res.Succeeded(), started.Load(), res.All)
 		}
-		if res.Items[1].Status != durable.ItemFailed || res.Items[5].Status != durable.ItemStarted || res.Failed() != 1 || res.Total() != 6 || len(res.Errors()) != 1 || len(res.Results()) != res.Succeeded() || !errors.Is(res.Err(), res.Errors()[0]) {
-			t.Errorf("items %+v", res.Items)
+		if itemAt(res, 1).Status != durable.ItemFailed || itemAt(res, 5).Status != "" || res.Failed() != 1 || res.Total() != int(started.Load()) || len(res.Errors()) != 1 || len(res.Results()) != res.Succeeded() || !errors.Is(res.Err(), res.Errors()[0]) {
+			t.Errorf("items %+v", res.All)
 		}
 		if got := statuses(t, e); got != "fanout=CONTEXT:SUCCEEDED" {
 			t.Errorf("history %s", got)
 		}
 
-		// Tolerance exceeded: the batch fails and records it.
+		// Tolerance exceeded: the batch succeeds, as in the official SDKs, its
+		// result says so, and Err fails the function that asks.
 		g := b.New(t, json.RawMessage(`{}`), nil)
 		h2 := newHandler(t, g, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
-			_, err := durable.Map(dc, "all-fail", []int{1, 2, 3}, func(ctx context.Context, c *durable.Context, item, _ int) (int, error) {
+			res, err := durable.Map(dc, "all-fail", []int{1, 2, 3}, func(ctx context.Context, c *durable.Context, item, _ int) (int, error) {
 				return 0, fmt.Errorf("item %d: %w", item, errDeclined)
 			}, durable.BatchOptions{MaxConcurrency: 1, ToleratedFailures: -1, ToleratedFailurePercentage: 50})
-			return nil, err
+			if err != nil {
+				return nil, err
+			}
+			if res.CompletionReason != durable.FailureToleranceExceeded || !errors.Is(res.Err(), durable.ErrBatchFailed) || !errors.Is(res.Err(), errDeclined) {
+				return nil, fmt.Errorf("reason %s, Err %v", res.CompletionReason, res.Err())
+			}
+			return nil, res.Err()
 		}, durable.Options{})
 		out, err = g.Drive(context.Background(), h2, 5)
-		if err != nil || out.Status != durable.StatusFailed || !strings.Contains(aws.ToString(out.Error.ErrorMessage), "2 of 3 branches failed") {
+		if err != nil || out.Status != durable.StatusFailed || !strings.Contains(aws.ToString(out.Error.ErrorMessage), "2 of 2 started branches failed") {
 			t.Fatalf("%+v %v", out, err)
 		}
-		if got := statuses(t, g); got != "all-fail=CONTEXT:FAILED" {
+		if got := statuses(t, g); got != "all-fail=CONTEXT:SUCCEEDED" {
 			t.Errorf("history %s", got)
 		}
 	})
@@ -312,7 +319,7 @@ func TestMapSuspendsAndReplays(t *testing.T) {
 				return nil, err
 			}
 			var parts []string
-			for _, it := range res.Items {
+			for _, it := range res.All {
 				parts = append(parts, it.Result)
 			}
 			return strings.Join(parts, ""), nil

@@ -123,7 +123,7 @@ func combine(dc *Context, name string, fs []Future, rule decide) (int, error) {
 			panic(suspend{})
 		}
 		return combination{Futures: len(fs), Index: idx}, nil
-	}, nil, nil)
+	}, nil, nil, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -127,7 +127,7 @@ func TestBatchOverPayloadLimitReplaysChildren(t *testing.T) {
 				if res.Total() != tt.items || res.Succeeded() != tt.items || res.CompletionReason != durable.AllCompleted {
 					t.Errorf("replayed result: %d items, %d succeeded, %s", res.Total(), res.Succeeded(), res.CompletionReason)
 				}
-				for i, it := range res.Items {
+				for i, it := range res.All {
 					if it.Index != i || !strings.HasPrefix(it.Result, fmt.Sprintf("%03d", i)) || len(it.Result) != 3+tt.size {
 						t.Errorf("item %d: index %d, result %.10q… (%d bytes)", i, it.Index, it.Result, len(it.Result))
 					}
@@ -145,7 +145,7 @@ func TestBatchOverPayloadLimitReplaysChildren(t *testing.T) {
 				if tt.replay && len(aws.ToString(u.Payload)) > 1024 {
 					t.Errorf("batch SUCCEED payload is %d bytes, want a small marker", len(aws.ToString(u.Payload)))
 				}
-				if !tt.replay && !strings.Contains(aws.ToString(u.Payload), `"Items"`) {
+				if !tt.replay && !strings.Contains(aws.ToString(u.Payload), `{"all":[`) {
 					t.Errorf("batch SUCCEED payload %.80q… does not hold the result", aws.ToString(u.Payload))
 				}
 				if u.ContextOptions != nil && !tt.replay {
@@ -217,8 +217,8 @@ func TestBatchReplayChildrenEarlyCompletion(t *testing.T) {
 		}
 		// Branch 2 fails if it started before the policy was met; either way
 		// the replay must agree with the live run, checked above.
-		if res.Items[3].Status != durable.ItemStarted || res.Succeeded() != 2 || res.CompletionReason != durable.MinSuccessfulReached {
-			t.Errorf("replayed items: %s %s %s %s", res.Items[0].Status, res.Items[1].Status, res.Items[2].Status, res.Items[3].Status)
+		if itemAt(res, 3).Status != durable.ItemStarted || res.Succeeded() != 2 || res.CompletionReason != durable.MinSuccessfulReached {
+			t.Errorf("replayed items: %s %s %s %s", itemAt(res, 0).Status, itemAt(res, 1).Status, itemAt(res, 2).Status, itemAt(res, 3).Status)
 		}
 	})
 }
@@ -280,7 +280,7 @@ func TestChildResultOverPayloadLimit(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			views = append(views, seen{big, res.Items[0].Result, res.Items[1].Result})
+			views = append(views, seen{big, itemAt(res, 0).Result, itemAt(res, 1).Result})
 			if err := dc.Wait("after", time.Second); err != nil {
 				return nil, err
 			}

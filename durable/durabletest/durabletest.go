@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -28,12 +28,21 @@ import (
 )
 
 // EndpointEnv names the environment variable with the checkpoint server's URL
-// (scripts/test sets it); unset, tests on that backend skip.
+// (scripts/test sets it); unset, [Run] starts a server itself (see
+// [StartServer]), or skips the server subtests saying what to install.
 const EndpointEnv = "DURABLE_CHECKPOINT_ENDPOINT"
 
 // Invoker is what Drive calls; *durable.Handler implements it.
 type Invoker interface {
 	Handle(ctx context.Context, in durable.Input) (durable.Output, error)
+}
+
+// RawInvoker is an [Invoker] that takes the invocation payload as the
+// service sends it, such as a function of another SDK run by [NodeInvoker]:
+// Drive on the checkpoint server hands it the server's payload unchanged.
+type RawInvoker interface {
+	Invoker
+	InvokeRaw(ctx context.Context, payload []byte) (durable.Output, error)
 }
 
 // InvokeFunc plays a function called by durable.Invoke: it gets the
@@ -53,11 +62,18 @@ type Execution interface {
 	// Operations returns the execution's operations as GetDurableExecutionState
 	// reports them.
 	Operations(t testing.TB) []types.Operation
+	// AllOperations returns every operation recorded, the children of
+	// finished contexts (branches, callbacks, submitters) included, which
+	// GetDurableExecutionState leaves out: the fake's whole history; on the
+	// server, the latest version of every operation an invocation input or a
+	// checkpoint response carried.
+	AllOperations(t testing.TB) []types.Operation
 	CompleteCallback(ctx context.Context, callbackID, result string) error
 	FailCallback(ctx context.Context, callbackID, message string) error
 	HeartbeatCallback(ctx context.Context, callbackID string) error
-	// Elapse lets d pass for the service's callback timers: the fake's clock moves,
-	// the server's real timers run (so keep d to a few seconds there).
+	// Elapse lets d pass for the service's callback timers: the fake's clock
+	// moves; on the server the driver fires the callback timeouts and
+	// heartbeat timeouts due within it, without sleeping.
 	Elapse(d time.Duration)
 	// Invocations counts the invocations so far.
 	Invocations() int
@@ -79,14 +95,18 @@ func Backends() []Backend {
 	return []Backend{{Name: "lambdafake", New: newFake}, {Name: "checkpointserver", Real: true, New: newServer}}
 }
 
-// Run runs test once per backend as a subtest; the checkpoint-server subtest
-// skips, saying so, when EndpointEnv is unset.
+// Run runs test once per backend as a subtest. The checkpoint server is the
+// one at EndpointEnv, else one Run starts for the test binary with Node and
+// the pinned npm packages; without them (or with NoServerEnv set) that
+// subtest skips, saying why.
 func Run(t *testing.T, test func(t *testing.T, b Backend)) {
 	t.Helper()
 	for _, b := range Backends() {
 		t.Run(b.Name, func(t *testing.T) {
-			if b.Real && os.Getenv(EndpointEnv) == "" {
-				t.Skipf("%s is unset: AWS's local checkpoint server is not running (scripts/test starts it)", EndpointEnv)
+			if b.Real {
+				if _, err := Endpoint(); err != nil {
+					t.Skip(err)
+				}
 			}
 			t.Parallel()
 			test(t, b)
@@ -124,7 +144,8 @@ func (e *fakeExec) Drive(ctx context.Context, h Invoker, max int) (durable.Outpu
 func (e *fakeExec) Input(testing.TB) durable.Input {
 	return e.f.Input()
 }
-func (e *fakeExec) Operations(testing.TB) []types.Operation { return e.f.State() }
+func (e *fakeExec) Operations(testing.TB) []types.Operation    { return e.f.State() }
+func (e *fakeExec) AllOperations(testing.TB) []types.Operation { return e.f.All() }
 func (e *fakeExec) CompleteCallback(_ context.Context, id, result string) error {
 	return e.f.CompleteCallback(id, result)
 }
@@ -146,8 +167,14 @@ type serverExec struct {
 	invoke InvokeFunc
 
 	mu          sync.Mutex
+	elapsed     time.Duration              // what Elapse let pass
+	timers      map[string]*callbackTimer  // callback timers, by operation ID
+	seen        map[string]types.Operation // every operation reported, latest version
+	order       []string
 	arn         string
 	next        *durable.Input
+	nextRaw     []byte // the payload of next, as the server sent it
+	lastRaw     []byte // the payload of the invocation start returned last
 	invocation  string
 	token       string
 	invocations int
@@ -161,7 +188,10 @@ func Client(endpoint string) *lambda.Client {
 
 func newServer(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution {
 	t.Helper()
-	base := os.Getenv(EndpointEnv)
+	base, err := Endpoint()
+	if err != nil {
+		t.Skip(err)
+	}
 	e := &serverExec{base: base, client: Client(base), invoke: invoke}
 	raw, err := e.control("start", map[string]any{"payload": string(input)})
 	if err != nil {
@@ -171,7 +201,7 @@ func newServer(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.arn, e.next, e.invocation, e.token = in.DurableExecutionArn, &in, inv, in.CheckpointToken
+	e.arn, e.next, e.nextRaw, e.invocation, e.token = in.DurableExecutionArn, &in, raw, inv, in.CheckpointToken
 	return e
 }
 
@@ -225,6 +255,12 @@ func (a serverAPI) CheckpointDurableExecution(ctx context.Context, in *lambda.Ch
 	if err != nil {
 		return out, err
 	}
+	a.e.startTimers(in.Updates)
+	defer func() {
+		if out != nil && out.NewExecutionState != nil {
+			a.e.record(out.NewExecutionState.Operations)
+		}
+	}()
 	for _, u := range in.Updates {
 		if u.Type != types.OperationTypeWait || u.Action != types.OperationActionCancel {
 			continue
@@ -277,20 +313,131 @@ func decodeOperation(raw []byte) (types.Operation, error) {
 }
 func (e *serverExec) Now() time.Time   { return time.Now() }
 func (e *serverExec) Invocations() int { e.mu.Lock(); defer e.mu.Unlock(); return e.invocations }
+
+// Elapse lets d pass for the execution's callback timers, as Drive lets
+// waits and retry delays pass: without sleeping, the driver times out every
+// STARTED callback whose timeout, or heartbeat timeout since its start or
+// last heartbeat, falls within the time elapsed so far, through
+// UpdateCheckpointData (TIMED_OUT), as the service's timer side would. The
+// server's own timers run in real time and fire later, if at all before the
+// test ends.
 func (e *serverExec) Elapse(d time.Duration) {
-	time.Sleep(d)
+	e.mu.Lock()
+	e.elapsed += d
+	now := time.Now().Add(e.elapsed)
+	due := map[string]string{} // operation ID -> the server's message for the timeout
+	for id, cb := range e.timers {
+		switch {
+		case cb.timeout > 0 && !now.Before(cb.started.Add(cb.timeout)):
+			due[id] = "Callback timed out"
+		case cb.heartbeat > 0 && !now.Before(cb.beat.Add(cb.heartbeat)):
+			due[id] = "Callback timed out on heartbeat"
+		default:
+			continue
+		}
+		delete(e.timers, id)
+	}
+	e.mu.Unlock()
+	ids := make([]string, 0, len(due))
+	for id := range due {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		op, ok := Operations(e.allOperations()).ByID(id)
+		if !ok || op.Status != types.OperationStatusStarted || op.CallbackDetails == nil {
+			continue
+		}
+		// The details the server's own timers record, callback ID kept.
+		// An error means the callback settled meanwhile: nothing to time out.
+		_ = e.update(id, map[string]any{"Status": "TIMED_OUT", "EndTimestamp": endNow(), "CallbackDetails": map[string]any{
+			"CallbackId": aws.ToString(op.CallbackDetails.CallbackId), "Error": map[string]string{"ErrorMessage": due[id]}}}, nil, nil)
+	}
 }
 
-func (e *serverExec) start() (durable.Input, error) {
+// callbackTimer is what the driver knows of a callback's timers.
+type callbackTimer struct {
+	started, beat      time.Time // on the driver's clock (real time plus elapsed)
+	timeout, heartbeat time.Duration
+}
+
+// startTimers records the timers of the CALLBACK STARTs among updates.
+func (e *serverExec) startTimers(updates []types.OperationUpdate) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now().Add(e.elapsed)
+	for _, u := range updates {
+		if u.Type != types.OperationTypeCallback || u.Action != types.OperationActionStart || u.CallbackOptions == nil {
+			continue
+		}
+		if e.timers == nil {
+			e.timers = map[string]*callbackTimer{}
+		}
+		e.timers[aws.ToString(u.Id)] = &callbackTimer{started: now, beat: now,
+			timeout: time.Duration(u.CallbackOptions.TimeoutSeconds) * time.Second, heartbeat: time.Duration(u.CallbackOptions.HeartbeatTimeoutSeconds) * time.Second}
+	}
+}
+
+// beat restarts the heartbeat timer of the callback with callback ID id.
+func (e *serverExec) beat(callbackID string) {
+	for _, op := range e.allOperations() {
+		if op.CallbackDetails != nil && aws.ToString(op.CallbackDetails.CallbackId) == callbackID {
+			e.mu.Lock()
+			if cb := e.timers[aws.ToString(op.Id)]; cb != nil {
+				cb.beat = time.Now().Add(e.elapsed)
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+// record keeps the latest version of every operation in ops.
+func (e *serverExec) record(ops []types.Operation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.seen == nil {
+		e.seen = map[string]types.Operation{}
+	}
+	for _, op := range ops {
+		id := aws.ToString(op.Id)
+		if _, ok := e.seen[id]; !ok {
+			e.order = append(e.order, id)
+		}
+		e.seen[id] = op
+	}
+}
+
+func (e *serverExec) AllOperations(t testing.TB) []types.Operation {
+	e.record(e.Operations(t))
+	return e.allOperations()
+}
+
+func (e *serverExec) allOperations() []types.Operation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]types.Operation, 0, len(e.order))
+	for _, id := range e.order {
+		out = append(out, e.seen[id])
+	}
+	return out
+}
+
+func (e *serverExec) start() (in durable.Input, err error) {
+	defer func() {
+		if err == nil {
+			e.record(in.InitialExecutionState.Operations)
+		}
+	}()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.invocations++
 	if e.next != nil {
 		in := *e.next
-		e.next = nil
+		e.next, e.lastRaw = nil, e.nextRaw
 		return in, nil
 	}
 	raw, err := e.control("invoke", map[string]any{"executionId": e.arn})
+	e.lastRaw = raw
 	if err != nil {
 		return durable.Input{}, err
 	}
@@ -348,7 +495,16 @@ func (e *serverExec) Drive(ctx context.Context, h Invoker, max int) (durable.Out
 		if err != nil {
 			return durable.Output{}, err
 		}
-		out, herr := h.Handle(ctx, in)
+		var out durable.Output
+		var herr error
+		if r, ok := h.(RawInvoker); ok {
+			e.mu.Lock()
+			raw := e.lastRaw
+			e.mu.Unlock()
+			out, herr = r.InvokeRaw(ctx, raw)
+		} else {
+			out, herr = h.Handle(ctx, in)
+		}
 		var eo any
 		if herr != nil {
 			eo = map[string]string{"ErrorType": "InvocationError", "ErrorMessage": herr.Error()}
@@ -414,6 +570,7 @@ func (e *serverExec) FailCallback(ctx context.Context, id, msg string) error {
 }
 
 func (e *serverExec) HeartbeatCallback(ctx context.Context, id string) error {
+	e.beat(id)
 	_, err := e.client.SendDurableExecutionCallbackHeartbeat(ctx, &lambda.SendDurableExecutionCallbackHeartbeatInput{CallbackId: aws.String(id)})
 	return err
 }

@@ -39,7 +39,8 @@ type Fake struct {
 	deadlines, heartbeatDue map[string]time.Time
 	heartbeat               map[string]time.Duration
 	invokes                 map[string]invoke
-	result                  *string // the execution's result, once checkpointed
+	result                  *string            // the execution's result, once checkpointed
+	execErr                 *types.ErrorObject // the execution's error, once settled FAILED
 	done                    bool
 	// Invoke, when set, plays the functions started by durable.Invoke: Advance
 	// completes a started CHAINED_INVOKE with its result or failure.
@@ -579,6 +580,18 @@ func (f *Fake) State() []types.Operation {
 	return out
 }
 
+// All returns every operation the execution recorded, the children of
+// finished contexts included, which State leaves out as the service does.
+func (f *Fake) All() []types.Operation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]types.Operation, 0, len(f.ops))
+	for _, op := range f.ops {
+		out = append(out, clone(op))
+	}
+	return out
+}
+
 func (f *Fake) visible() []*types.Operation {
 	excluded := map[string]bool{}
 	var out []*types.Operation
@@ -630,12 +643,48 @@ type Invoker interface {
 // something is scheduled it advances the clock to it and invokes again. It stops
 // at a final status, at a PENDING execution waiting only for a callback,
 // at an invocation error (returned), or after max invocations.
+// Settle ends the EXECUTION operation with the outcome the handler
+// returned, as the service does when an invocation reports SUCCEEDED or
+// FAILED: its status, end time, and the result (unless the execution
+// checkpointed one itself) or error. Drive calls it; a test that calls
+// Handle directly calls it to see the execution end. A PENDING output
+// changes nothing.
+func (f *Fake) Settle(out durable.Output) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	op := f.byID["execution"]
+	switch out.Status {
+	case durable.StatusSucceeded:
+		op.Status = types.OperationStatusSucceeded
+		if f.result == nil {
+			f.result = out.Result
+		}
+	case durable.StatusFailed:
+		op.Status = types.OperationStatusFailed
+		f.execErr = out.Error
+	default:
+		return
+	}
+	op.EndTimestamp = aws.Time(f.now)
+	f.done = true
+}
+
+// Error returns the error the execution failed with (Settle records it).
+func (f *Fake) Error() (*types.ErrorObject, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.execErr, f.execErr != nil
+}
+
 func (f *Fake) Drive(ctx context.Context, h Invoker, max int) (durable.Output, error) {
 	for i := 0; i < max; i++ {
 		f.mu.Lock()
 		f.Invocations++
 		f.mu.Unlock()
 		out, err := h.Handle(ctx, f.Input())
+		if err == nil && out.Status != durable.StatusPending {
+			f.Settle(out)
+		}
 		if err != nil || out.Status != durable.StatusPending {
 			return out, err
 		}

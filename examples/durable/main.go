@@ -51,6 +51,10 @@ func process(ctx context.Context, dc *durable.Context, input json.RawMessage) (a
 	if err != nil {
 		return nil, err
 	}
+	if err := res.Err(); err != nil {
+		// A failed line is in the batch's result; the order fails with it.
+		return nil, err
+	}
 	if err := dc.Wait("cooling-off", cooling()); err != nil {
 		return nil, err
 	}
@@ -61,7 +65,7 @@ func process(ctx context.Context, dc *durable.Context, input json.RawMessage) (a
 		return nil, err
 	}
 	r := Receipt{Order: o.ID, Charge: charge}
-	for _, it := range res.Items {
+	for _, it := range res.All {
 		r.Reserved = append(r.Reserved, it.Result)
 	}
 	log.Info("order charged", "order", o.ID)
