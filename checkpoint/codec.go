@@ -110,29 +110,20 @@ func (c *Codec) Marshal(typ string, v any) ([]byte, error) {
 	if err := checkType(typ); err != nil {
 		return nil, &Error{Op: OpEncode, Kind: ErrMarshal, Field: "type", Type: typ, Err: err}
 	}
-	if path, bad := invalidString(reflect.ValueOf(v), "", 0); bad {
-		return nil, &Error{Op: OpEncode, Kind: ErrInvalidUTF8, Type: typ, Field: path, Err: simpleError("string is not valid UTF-8")}
+	data, err := encodeValue(typ, v)
+	if err != nil {
+		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, &Error{Op: OpEncode, Kind: ErrMarshal, Type: typ, Err: err}
-	}
-	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if e := scan(data, c.maxDepth-1); e != nil {
 		e.Op, e.Type = OpEncode, typ
 		return nil, e
 	}
 	// Encoded again without HTML escaping: json.Marshal would rewrite the raw data
 	// and break the sum computed over it.
-	var envBuf bytes.Buffer
-	envEnc := json.NewEncoder(&envBuf)
-	envEnc.SetEscapeHTML(false)
-	if err := envEnc.Encode(envelope{V: json.Number("1"), Type: typ, Data: data, Sum: c.sum(typ, data)}); err != nil {
+	out, err := encode(envelope{V: json.Number("1"), Type: typ, Data: data, Sum: c.sum(typ, data)})
+	if err != nil {
 		return nil, &Error{Op: OpEncode, Kind: ErrMarshal, Type: typ, Err: err}
 	}
-	out := bytes.TrimSuffix(envBuf.Bytes(), []byte("\n"))
 	if len(out) > c.maxBytes {
 		return nil, &Error{Op: OpEncode, Kind: ErrTooLarge, Type: typ, Size: len(out), Limit: c.maxBytes}
 	}
@@ -256,4 +247,30 @@ func checkType(typ string) error {
 		return simpleError("type name is not valid UTF-8")
 	}
 	return nil
+}
+
+// encodeValue encodes v for a checkpoint of type typ (which only labels the
+// error), refusing strings that are not valid UTF-8, which encoding/json would
+// silently replace with U+FFFD.
+func encodeValue(typ string, v any) ([]byte, error) {
+	if path, bad := invalidString(reflect.ValueOf(v), "", 0); bad {
+		return nil, &Error{Op: OpEncode, Kind: ErrInvalidUTF8, Type: typ, Field: path, Err: simpleError("string is not valid UTF-8")}
+	}
+	data, err := encode(v)
+	if err != nil {
+		return nil, &Error{Op: OpEncode, Kind: ErrMarshal, Type: typ, Err: err}
+	}
+	return data, nil
+}
+
+// encode is JSON as JSON.stringify writes it: HTML characters left unescaped
+// and no trailing newline.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

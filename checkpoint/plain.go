@@ -15,16 +15,10 @@ import (
 // JSON.stringify leaves them), and failures are the same *[Error] kinds with
 // the type name typ, which only labels the error.
 func (c *Codec) MarshalValue(typ string, v any) ([]byte, error) {
-	if path, bad := invalidString(reflect.ValueOf(v), "", 0); bad {
-		return nil, &Error{Op: OpEncode, Kind: ErrInvalidUTF8, Type: typ, Field: path, Err: simpleError("string is not valid UTF-8")}
+	data, err := encodeValue(typ, v)
+	if err != nil {
+		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, &Error{Op: OpEncode, Kind: ErrMarshal, Type: typ, Err: err}
-	}
-	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(data) > c.maxBytes {
 		return nil, &Error{Op: OpEncode, Kind: ErrTooLarge, Type: typ, Size: len(data), Limit: c.maxBytes}
 	}
