@@ -145,7 +145,7 @@ func (e *fakeExec) Input(testing.TB) durable.Input {
 	return e.f.Input()
 }
 func (e *fakeExec) Operations(testing.TB) []types.Operation    { return e.f.State() }
-func (e *fakeExec) AllOperations(testing.TB) []types.Operation { return e.f.All() }
+func (e *fakeExec) AllOperations(testing.TB) []types.Operation { return e.f.Operations() }
 func (e *fakeExec) CompleteCallback(_ context.Context, id, result string) error {
 	return e.f.CompleteCallback(id, result)
 }

@@ -117,7 +117,9 @@ func clone(op *types.Operation) types.Operation {
 	return c
 }
 
-// Operations returns a copy of the history.
+// Operations returns a copy of the history: every operation the execution
+// recorded, the children of finished contexts included, which State leaves out
+// as the service does.
 func (f *Fake) Operations() []types.Operation {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -575,18 +577,6 @@ func (f *Fake) State() []types.Operation {
 	visible := f.visible()
 	out := make([]types.Operation, 0, len(visible))
 	for _, op := range visible {
-		out = append(out, clone(op))
-	}
-	return out
-}
-
-// All returns every operation the execution recorded, the children of
-// finished contexts included, which State leaves out as the service does.
-func (f *Fake) All() []types.Operation {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]types.Operation, 0, len(f.ops))
-	for _, op := range f.ops {
 		out = append(out, clone(op))
 	}
 	return out
