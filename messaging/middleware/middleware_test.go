@@ -152,3 +152,37 @@ func TestMetricsRecordPanic(t *testing.T) {
 		t.Errorf("processed = %v, want 1 (status error)", got)
 	}
 }
+
+// The observing middlewares pass a nil message to the handler, which decides
+// what it means, instead of panicking on it themselves.
+func TestNilMessage(t *testing.T) {
+	t.Parallel()
+	tp := sdktrace.NewTracerProvider()
+	want := errors.New("nil message")
+	tests := []struct {
+		name string
+		mw   middleware.Middleware
+	}{
+		{"logging", middleware.Logging(nil)},
+		{"recovery", middleware.Recovery(nil)},
+		{"otel", middleware.OTel("r", middleware.WithTracerProvider(tp))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := tt.mw(func(_ context.Context, m middleware.Message) error {
+				if m != nil {
+					return errors.New("message not nil")
+				}
+				return want
+			})
+			if err := h(context.Background(), nil); !errors.Is(err, want) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	panicking := middleware.Recovery(nil)(middleware.Logging(nil)(func(context.Context, middleware.Message) error { panic("boom") }))
+	if err := panicking(context.Background(), nil); !errors.Is(err, merrors.ErrPanic) {
+		t.Fatalf("err = %v", err)
+	}
+}
