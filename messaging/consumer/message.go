@@ -120,6 +120,21 @@ func (d *delivery) Attributes() map[string]string {
 	return out
 }
 
+func (d *delivery) UserMessageAttribute(name string) string {
+	v, _ := d.attr(name)
+	return v
+}
+
+func (d *delivery) UserMessageAttributes() map[string]string {
+	out := make(map[string]string, len(d.msg.MessageAttributes))
+	for k, v := range d.msg.MessageAttributes {
+		if v.StringValue != nil {
+			out[k] = *v.StringValue
+		}
+	}
+	return out
+}
+
 func (d *delivery) Metadata() map[string]string { return d.Attributes() }
 
 func (d *delivery) SystemAttributeByKey(name string) string { return d.msg.Attributes[name] }

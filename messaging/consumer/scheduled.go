@@ -119,7 +119,7 @@ func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Cl
 	next := current + 1
 	if class == merrors.FatalClass || next > r.Config.MaxRetryCount {
 		if err := publishDLQ(ctx, r.SQS, msg, r.Config, current); err != nil {
-			return Outcome{Decision: Keep, RetryCount: current, Err: fmt.Errorf("dead-letter publish: %w", err)}
+			return Outcome{Decision: Keep, RetryCount: current, Err: merrors.Wrap(merrors.ErrDLQPublish, err)}
 		}
 		return Outcome{Decision: DeadLettered, RetryCount: current}
 	}
@@ -135,7 +135,7 @@ func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Cl
 		// reach the DLQ.
 		if made := current + receiveCount(msg) - 1; made+1 > r.Config.MaxRetryCount {
 			if err := publishDLQ(ctx, r.SQS, msg, r.Config, made); err != nil {
-				return Outcome{Decision: Keep, RetryCount: made, Err: fmt.Errorf("dead-letter publish: %w", err)}
+				return Outcome{Decision: Keep, RetryCount: made, Err: merrors.Wrap(merrors.ErrDLQPublish, err)}
 			}
 			return Outcome{Decision: DeadLettered, RetryCount: made}
 		}
@@ -146,7 +146,7 @@ func (r *Retrier) Fail(ctx context.Context, msg *types.Message, class merrors.Cl
 		now = r.Now
 	}
 	if err := schedule(ctx, r.Scheduler, msg, r.Config, in, next, now().Add(delay)); err != nil {
-		return Outcome{Decision: Keep, Delay: delay, RetryCount: current, Err: fmt.Errorf("create schedule: %w", err)}
+		return Outcome{Decision: Keep, Delay: delay, RetryCount: current, Err: merrors.Wrap(merrors.ErrRetryScheduleCreate, err)}
 	}
 	return Outcome{Decision: Retried, Delay: delay, RetryCount: current}
 }

@@ -13,27 +13,45 @@ import (
 
 // Sentinel errors of the messaging packages.
 var (
-	ErrNoRoute              = New("messaging: no route")
-	ErrNoSQSClient          = New("messaging: no SQS client")
-	ErrNoHandler            = New("messaging: no handler")
-	ErrGetMessage           = New("messaging: receive messages")
-	ErrQueueResolve         = New("messaging: resolve queue URL")
-	ErrNoSNSClient          = New("messaging: no SNS client")
-	ErrEmptyInput           = New("messaging: empty input")
-	ErrMaxBatchSize         = New("messaging: batch exceeds 10 entries")
-	ErrEmptyRegion          = New("messaging: empty region")
-	ErrEmptyQueueName       = New("messaging: empty queue name")
-	ErrInvalidOption        = New("messaging: invalid option")
-	ErrEmptyFields          = New("messaging: no field selected")
-	ErrPanic                = New("messaging: handler panicked")
-	ErrScheduledRetryConfig = New("messaging: invalid scheduled retry configuration")
-	ErrNoSchedulerClient    = New("messaging: scheduled retry route without scheduler client")
-	ErrEntryTooLarge        = New("messaging: batch entry exceeds 256 KB")
+	ErrNoRoute        = New("messaging: no route")
+	ErrNoSQSClient    = New("messaging: no SQS client")
+	ErrNoHandler      = New("messaging: no handler")
+	ErrGetMessage     = New("messaging: receive messages")
+	ErrQueueResolve   = New("messaging: resolve queue URL")
+	ErrNoSNSClient    = New("messaging: no SNS client")
+	ErrEmptyInput     = New("messaging: empty input")
+	ErrMaxBatchSize   = New("messaging: batch exceeds 10 entries")
+	ErrEmptyRegion    = New("messaging: empty region")
+	ErrEmptyQueueName = New("messaging: empty queue name")
+	ErrInvalidOption  = New("messaging: invalid option")
+	ErrEmptyFields    = New("messaging: no field selected")
+	ErrPanic          = New("messaging: handler panicked")
+	// ErrScheduledRetryConfig marks an invalid Scheduled Retry setting. It
+	// also matches ErrInvalidOption, as in loafer-awsx, so code checking for
+	// any bad option keeps working.
+	ErrScheduledRetryConfig error = &refinedError{text: "messaging: invalid scheduled retry configuration", parent: ErrInvalidOption}
+	ErrNoSchedulerClient          = New("messaging: scheduled retry route without scheduler client")
+	ErrEntryTooLarge              = New("messaging: batch entry exceeds 256 KB")
 	// ErrGroupBlocked marks a FIFO entry that was not published because an
 	// earlier entry of its message group failed: publishing it would put it
 	// ahead of that entry.
 	ErrGroupBlocked = New("messaging: earlier entry of the message group failed")
+	// ErrRetryScheduleCreate marks a Scheduled Retry attempt whose EventBridge
+	// schedule could not be created; the message stays on its queue.
+	ErrRetryScheduleCreate = New("messaging: create retry schedule")
+	// ErrDLQPublish marks a message that could not be published to its
+	// dead-letter queue; the message stays on its queue.
+	ErrDLQPublish = New("messaging: publish to dead-letter queue")
 )
+
+// refinedError is a sentinel that also matches a broader one.
+type refinedError struct {
+	text   string
+	parent error
+}
+
+func (e *refinedError) Error() string { return e.text }
+func (e *refinedError) Unwrap() error { return e.parent }
 
 // New returns an error with the given text, like the standard errors.New.
 func New(text string) error { return stderrors.New(text) }

@@ -24,6 +24,20 @@ func TestWrapMatchesBoth(t *testing.T) {
 	}
 }
 
+func TestScheduledRetryConfigIsInvalidOption(t *testing.T) {
+	t.Parallel()
+	err := merrors.Wrap(merrors.ErrScheduledRetryConfig, stderrors.New("max retry count -1"))
+	if !stderrors.Is(err, merrors.ErrScheduledRetryConfig) || !stderrors.Is(err, merrors.ErrInvalidOption) {
+		t.Fatalf("%v does not match both sentinels", err)
+	}
+	if stderrors.Is(merrors.ErrInvalidOption, merrors.ErrScheduledRetryConfig) {
+		t.Fatal("ErrInvalidOption matches the narrower ErrScheduledRetryConfig")
+	}
+	if got, want := merrors.ErrScheduledRetryConfig.Error(), "messaging: invalid scheduled retry configuration"; got != want {
+		t.Fatalf("text = %q, want %q", got, want)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	plain := stderrors.New("x")

@@ -493,6 +493,23 @@ func (m *message) Attributes() map[string]string {
 	return out
 }
 
+func (m *message) UserMessageAttribute(name string) string {
+	if v, ok := m.rec.MessageAttributes[name]; ok && v.StringValue != nil {
+		return *v.StringValue
+	}
+	return ""
+}
+
+func (m *message) UserMessageAttributes() map[string]string {
+	out := make(map[string]string, len(m.rec.MessageAttributes))
+	for k, v := range m.rec.MessageAttributes {
+		if v.StringValue != nil {
+			out[k] = *v.StringValue
+		}
+	}
+	return out
+}
+
 func (m *message) Metadata() map[string]string { return m.Attributes() }
 
 func (m *message) SystemAttributeByKey(name string) string { return m.rec.Attributes[name] }

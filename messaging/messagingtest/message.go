@@ -83,6 +83,18 @@ func (m *Message) Attributes() map[string]string {
 }
 
 // Metadata implements middleware.Message.
+// UserMessageAttribute returns Attrs[name], the message's own SQS attributes.
+func (m *Message) UserMessageAttribute(name string) string { return m.Attrs[name] }
+
+// UserMessageAttributes returns a copy of Attrs.
+func (m *Message) UserMessageAttributes() map[string]string {
+	out := make(map[string]string, len(m.Attrs))
+	for k, v := range m.Attrs {
+		out[k] = v
+	}
+	return out
+}
+
 func (m *Message) Metadata() map[string]string { return m.Attributes() }
 
 // SystemAttributeByKey implements middleware.Message.

@@ -68,20 +68,20 @@ func Metrics(routeName string, opts ...MetricsOption) Middleware {
 	cfg := metricsCfg(opts)
 	route := []string{"route"}
 	received := register(cfg.reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricReceived, Help: "Messages handed to the handler.",
+		Name: MetricReceived, Help: "Total messages received",
 	}, route)).WithLabelValues(routeName)
 	processed := register(cfg.reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricProcessed, Help: "Messages processed, by status.",
+		Name: MetricProcessed, Help: "Total messages processed",
 	}, []string{"route", "status"}))
 	ok, failed := processed.WithLabelValues(routeName, "success"), processed.WithLabelValues(routeName, "error")
 	errorsTotal := register(cfg.reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricErrors, Help: "Handler errors.",
+		Name: MetricErrors, Help: "Total message processing errors",
 	}, route)).WithLabelValues(routeName)
 	duration := register(cfg.reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: MetricDuration, Help: "Handler duration in seconds.", Buckets: prometheus.DefBuckets,
+		Name: MetricDuration, Help: "Message processing duration", Buckets: prometheus.DefBuckets,
 	}, route)).WithLabelValues(routeName)
 	inflight := register(cfg.reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: MetricInflight, Help: "Messages being handled.",
+		Name: MetricInflight, Help: "Messages currently being processed",
 	}, route)).WithLabelValues(routeName)
 
 	return func(next Handler) Handler {
@@ -114,7 +114,7 @@ func Metrics(routeName string, opts ...MetricsOption) Middleware {
 func DLQCounter(opts ...MetricsOption) func(routeName string) {
 	cfg := metricsCfg(opts)
 	c := register(cfg.reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricDeadLetter, Help: "Messages treated as exhausted (dead-lettered).",
+		Name: MetricDeadLetter, Help: "Total messages observed as exhausted (receive count reached maxReceiveCount; redriven by AWS SQS)",
 	}, []string{"route"}))
 	return func(routeName string) { c.WithLabelValues(routeName).Inc() }
 }

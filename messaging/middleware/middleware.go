@@ -36,6 +36,12 @@ type Message interface {
 	SystemAttributeByKey(key string) string
 	// SystemAttributes returns all SQS system attributes in a fresh map.
 	SystemAttributes() map[string]string
+	// UserMessageAttribute returns the string value of a native SQS message
+	// attribute, ignoring SNS envelope attributes; "" when absent.
+	UserMessageAttribute(name string) string
+	// UserMessageAttributes returns a fresh copy of the native SQS message
+	// attributes that carry a string value.
+	UserMessageAttributes() map[string]string
 	// Metadata returns the message's attributes, like Attributes.
 	Metadata() map[string]string
 	// Identifier is the receipt handle of this receive.

@@ -43,17 +43,17 @@ func OTel(routeName string, opts ...OTelOption) Middleware {
 	prop := propagation.TraceContext{}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, msg Message) error {
-			if msg.Attribute("traceparent") != "" {
+			if msg != nil && msg.Attribute("traceparent") != "" {
 				ctx = prop.Extract(ctx, propagation.MapCarrier(msg.Attributes()))
 			}
 			ctx, span := tracer.Start(ctx, routeName+" process",
 				trace.WithSpanKind(trace.SpanKindConsumer),
 				trace.WithAttributes(
 					attribute.String("messaging.system", "aws_sqs"),
-					attribute.String("messaging.destination.name", msg.QueueName()),
-					attribute.String("messaging.message.id", msg.ID()),
+					attribute.String("messaging.destination.name", queueOf(msg)),
+					attribute.String("messaging.message.id", idOf(msg)),
 					attribute.String("messaging.operation.type", "process"),
-					attribute.String("messaging.aws.sqs.receive_count", strconv.Itoa(msg.ReceiveCount())),
+					attribute.String("messaging.aws.sqs.receive_count", strconv.Itoa(receiveCountOf(msg))),
 				))
 			returned := false
 			defer func() {
@@ -71,4 +71,11 @@ func OTel(routeName string, opts ...OTelOption) Middleware {
 			return err
 		}
 	}
+}
+
+func receiveCountOf(msg Message) int {
+	if msg == nil {
+		return 0
+	}
+	return msg.ReceiveCount()
 }

@@ -96,6 +96,10 @@ func TestValidation(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.mention) {
 				t.Fatalf("error %q does not name %q", err, tt.mention)
 			}
+			// loafer-awsx callers test every bad option with ErrInvalidOption.
+			if tt.want == merrors.ErrScheduledRetryConfig && !errors.Is(err, merrors.ErrInvalidOption) {
+				t.Fatalf("error %q does not match ErrInvalidOption", err)
+			}
 		})
 	}
 }
