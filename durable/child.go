@@ -719,11 +719,33 @@ func rerunBranch[T any](child *Context, id, name string, run func(ctx context.Co
 // operation (subtype WaitForCondition) whose RETRY checkpoints the state. An
 // error from check fails the operation.
 func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx context.Context, state S) (S, bool, error), wait func(checks int) time.Duration) (S, error) {
+	return WaitForConditionWith(dc, name, initial, ConditionOptions{Wait: wait}, check)
+}
+
+// ConditionOptions configures [WaitForConditionWith], as the official SDKs'
+// waitForCondition configuration does.
+type ConditionOptions struct {
+	// Wait is the delay after check number n (1, 2, …) before the next check;
+	// nil: 1s, 2s, 4s, … capped at 5 minutes. Delays are rounded up to whole
+	// seconds, at least one, as the service schedules them.
+	Wait func(checks int) time.Duration
+	// Serdes encodes the state between checks and the final result; nil:
+	// Options.Serdes.
+	Serdes Serdes
+}
+
+// WaitForConditionWith is [WaitForCondition] with its delays and serdes set
+// in co.
+func WaitForConditionWith[S any](dc *Context, name string, initial S, co ConditionOptions, check func(ctx context.Context, state S) (S, bool, error)) (S, error) {
 	var zero S
+	wait := co.Wait
 	if wait == nil {
 		wait = func(n int) time.Duration { return min(time.Second<<min(n-1, 20), 5*time.Minute) }
 	}
-	serdes := dc.x.h.opts.Serdes
+	serdes := co.Serdes
+	if serdes == nil {
+		serdes = dc.x.h.opts.Serdes
+	}
 	id, op := dc.next(types.OperationTypeStep, subCondition, name)
 	attempt, state, started := 1, initial, false
 	if op != nil {
@@ -768,6 +790,11 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 	if err == nil {
 		payload, err = dc.serialize(serdes, KindCondition, id, name, out.s)
 	}
+	if err == nil && out.done {
+		// The live result comes back through the serdes, as a step's does, so
+		// the live run and its replays see the same value.
+		out.s, err = roundTrip(dc, serdes, KindCondition, id, name, payload, out.s)
+	}
 	if err != nil {
 		if dc.x.ctx.Err() != nil && errors.Is(err, dc.x.ctx.Err()) {
 			panic(abort{err: err})
@@ -798,15 +825,38 @@ func WaitForCondition[S any](dc *Context, name string, initial S, check func(ctx
 // The invoked function runs once per execution: replays return its recorded
 // result. A failed, timed-out or stopped invocation returns an *[OperationError].
 func Invoke[T any](dc *Context, name, functionName string, input any) (T, error) {
+	return InvokeWith[T](dc, name, functionName, input, InvokeOptions{})
+}
+
+// InvokeOptions configures [InvokeWith], as the official SDKs' invoke
+// configuration does.
+type InvokeOptions struct {
+	// PayloadSerdes encodes the input handed to the invoked function; nil:
+	// JSON as JSON.stringify writes it.
+	PayloadSerdes Serdes
+	// ResultSerdes decodes the invoked function's result; nil: JSON.
+	ResultSerdes Serdes
+}
+
+// InvokeWith is [Invoke] with the input's and the result's serdes set in io.
+func InvokeWith[T any](dc *Context, name, functionName string, input any, io InvokeOptions) (T, error) {
 	var zero T
 	id, op := dc.next(types.OperationTypeChainedInvoke, subInvoke, name)
 	if op == nil {
-		b, err := marshalPlain(input) // as JSON.stringify writes it: no HTML escaping
-		if err != nil {
-			return zero, Fatal(fmt.Errorf("durable: invoke %s (%s) input: %w", id, name, err))
-		}
 		u := dc.update(id, name, types.OperationTypeChainedInvoke, subInvoke, types.OperationActionStart)
-		u.Payload = aws.String(string(b))
+		if io.PayloadSerdes != nil {
+			p, err := dc.serialize(io.PayloadSerdes, KindInvokeInput, id, name, input)
+			if err != nil {
+				return zero, Fatal(err)
+			}
+			u.Payload = p
+		} else {
+			b, err := marshalPlain(input) // as JSON.stringify writes it: no HTML escaping
+			if err != nil {
+				return zero, Fatal(fmt.Errorf("durable: invoke %s (%s) input: %w", id, name, err))
+			}
+			u.Payload = aws.String(string(b))
+		}
 		u.ChainedInvokeOptions = &types.ChainedInvokeOptions{FunctionName: aws.String(functionName)}
 		dc.checkpoint(u)
 		op = dc.x.op(id)
@@ -819,6 +869,12 @@ func Invoke[T any](dc *Context, name, functionName string, input any) (T, error)
 		var v T
 		if op.ChainedInvokeDetails == nil || op.ChainedInvokeDetails.Result == nil {
 			return zero, nil
+		}
+		if io.ResultSerdes != nil {
+			if err := dc.deserialize(io.ResultSerdes, KindInvokeResult, id, name, op.ChainedInvokeDetails.Result, &v); err != nil {
+				return zero, err
+			}
+			return v, nil
 		}
 		dec := json.NewDecoder(stringsReader(*op.ChainedInvokeDetails.Result))
 		dec.UseNumber()

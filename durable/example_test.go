@@ -120,3 +120,36 @@ func ExampleRace() {
 	// PENDING <nil>
 	// SUCCEEDED "approved" <nil>
 }
+
+func ExampleWaitForConditionWith() {
+	svc := lambdafake.New("arn:aws:lambda:us-east-1:123456789012:function:f/durable-execution/e/4", json.RawMessage(`{}`), time.Unix(0, 0))
+	// The state between checks is kept in cairn's integrity-checked envelope,
+	// while the rest of the execution records plain JSON.
+	envelope, err := durable.NewEnvelopeSerdes(nil)
+	if err != nil {
+		panic(err)
+	}
+	type job struct {
+		Polls  int    `json:"polls"`
+		Status string `json:"status"`
+	}
+	h, err := durable.NewHandler(svc, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+		j, err := durable.WaitForConditionWith(dc, "export", job{Status: "queued"}, durable.ConditionOptions{
+			Serdes: envelope,
+			Wait:   func(int) time.Duration { return 30 * time.Second },
+		}, func(_ context.Context, j job) (job, bool, error) {
+			j.Polls++
+			if j.Polls == 3 { // in a real function: ask the export service
+				j.Status = "done"
+			}
+			return j, j.Status == "done", nil
+		})
+		return j, err
+	}, durable.Options{Now: svc.Now})
+	if err != nil {
+		panic(err)
+	}
+	out, err := svc.Drive(context.Background(), h, 10)
+	fmt.Println(out.Status, aws.ToString(out.Result), svc.Invocations, err)
+	// Output: SUCCEEDED {"polls":3,"status":"done"} 3 <nil>
+}

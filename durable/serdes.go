@@ -13,7 +13,8 @@ import (
 // do, so an execution can move between them; [EnvelopeSerdes] writes cairn's
 // versioned, integrity-checked checkpoint envelopes. Set one for a handler in
 // Options.Serdes, or for one operation in StepOptions, ChildOptions,
-// BatchOptions or CallbackOptions. Implementations must be safe for
+// BatchOptions, CallbackOptions, ConditionOptions or InvokeOptions.
+// Implementations must be safe for
 // concurrent use: Parallel and Map branches run in goroutines.
 type Serdes interface {
 	// Serialize returns the payload of v, or nil to record none (as the
@@ -30,7 +31,8 @@ type SerdesContext struct {
 	// OperationID and Name identify the operation.
 	OperationID, Name string
 	// Kind is what the payload holds: KindStep, KindContext, KindCondition,
-	// KindBatch or KindCallback. [EnvelopeSerdes] records it as the type.
+	// KindBatch, KindCallback, KindInvokeInput or KindInvokeResult.
+	// [EnvelopeSerdes] records it as the type.
 	Kind string
 }
 
@@ -42,6 +44,10 @@ const (
 	KindCondition = "durable.condition"
 	KindBatch     = "durable.batch"
 	KindCallback  = "durable.callback"
+	// KindInvokeInput and KindInvokeResult are a chained invoke's input and
+	// the invoked function's result, under InvokeOptions' serdes.
+	KindInvokeInput  = "durable.invoke.input"
+	KindInvokeResult = "durable.invoke.result"
 )
 
 // none reports whether v is a value the official SDKs would checkpoint

@@ -149,3 +149,82 @@ func TestExecutionResultAsJSONStringify(t *testing.T) {
 		}
 	}
 }
+
+// TestSerdesPerConditionAndInvoke: ConditionOptions.Serdes encodes a
+// condition's state between checks and its result, and InvokeOptions' serdes
+// the input handed to the invoked function and its result, live and replayed
+// alike; the rest of the execution keeps the handler's plain JSON.
+func TestSerdesPerConditionAndInvoke(t *testing.T) {
+	t.Parallel()
+	durabletest.Run(t, func(t *testing.T, b durabletest.Backend) {
+		var invoked []string
+		e := b.New(t, json.RawMessage(`{}`), func(op types.Operation) (string, error) {
+			invoked = append(invoked, aws.ToString(op.Name))
+			return `U:{"TOTAL":20}`, nil
+		})
+		op := &upperSerdes{}
+		type state struct {
+			Phase string `json:"phase"`
+			N     int    `json:"n"`
+		}
+		type price struct {
+			Total int `json:"total"`
+		}
+		var seen []string
+		h := newHandler(t, e, func(ctx context.Context, dc *durable.Context, _ json.RawMessage) (any, error) {
+			s, err := durable.WaitForConditionWith(dc, "poll", state{Phase: "start"}, durable.ConditionOptions{Serdes: op, Wait: func(int) time.Duration { return time.Second }},
+				func(_ context.Context, s state) (state, bool, error) {
+					s.N++
+					return s, s.N >= 2, nil
+				})
+			if err != nil {
+				return nil, err
+			}
+			p, err := durable.InvokeWith[price](dc, "price", "pricing", map[string]string{"sku": "a-1"}, durable.InvokeOptions{PayloadSerdes: op, ResultSerdes: op})
+			if err != nil {
+				return nil, err
+			}
+			plain, err := durable.WaitForCondition(dc, "plain", 0, func(_ context.Context, n int) (int, bool, error) { return n + 1, true, nil }, nil)
+			if err != nil {
+				return nil, err
+			}
+			seen = append(seen, fmt.Sprintf("%s/%d/%d/%d", s.Phase, s.N, p.Total, plain))
+			return nil, dc.Wait("w", time.Second)
+		}, durable.Options{})
+		out, err := e.Drive(context.Background(), h, 8)
+		if err != nil || out.Status != durable.StatusSucceeded {
+			t.Fatalf("%+v %v", out, err)
+		}
+		// The phase went through upperSerdes and back: upper case from the
+		// first check on, live and replayed.
+		if len(seen) != 2 || seen[0] != "START/2/20/1" || seen[1] != seen[0] {
+			t.Errorf("values live and replayed: %q", seen)
+		}
+		if len(invoked) != 1 {
+			t.Errorf("pricing invoked %d times, want 1", len(invoked))
+		}
+		got := map[string]string{}
+		for _, o := range e.AllOperations(t) {
+			got[aws.ToString(o.Name)] = result(o)
+		}
+		want := map[string]string{"poll": `U:{"PHASE":"START","N":2}`, "price": `U:{"TOTAL":20}`, "plain": `1`}
+		for name, w := range want {
+			if got[name] != w {
+				t.Errorf("%s recorded %s, want %s", name, got[name], w)
+			}
+		}
+		// The fake keeps what was handed to the invoked function.
+		if f, ok := e.API().(interface {
+			InvokeInput(string) (string, string)
+		}); ok {
+			for _, o := range e.AllOperations(t) {
+				if aws.ToString(o.Name) != "price" {
+					continue
+				}
+				if fn, in := f.InvokeInput(aws.ToString(o.Id)); fn != "pricing" || in != `U:{"SKU":"A-1"}` {
+					t.Errorf("invoked %s with %s, want pricing with U:{\"SKU\":\"A-1\"}", fn, in)
+				}
+			}
+		}
+	})
+}

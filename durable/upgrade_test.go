@@ -106,6 +106,8 @@ func result(op types.Operation) string {
 		return aws.ToString(op.ContextDetails.Result)
 	case op.CallbackDetails != nil:
 		return aws.ToString(op.CallbackDetails.Result)
+	case op.ChainedInvokeDetails != nil:
+		return aws.ToString(op.ChainedInvokeDetails.Result)
 	}
 	return ""
 }
