@@ -42,6 +42,10 @@ var (
 	// ErrDLQPublish marks a message that could not be published to its
 	// dead-letter queue; the message stays on its queue.
 	ErrDLQPublish = New("messaging: publish to dead-letter queue")
+	// ErrPingFailed marks a client whose connectivity check, made by the
+	// client package's constructors, did not succeed within its timeout and
+	// retries; it wraps the last attempt's error.
+	ErrPingFailed = New("messaging: connectivity check failed")
 )
 
 // refinedError is a sentinel that also matches a broader one.
