@@ -15,7 +15,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 // HashAlgorithm names the digest used for idempotency keys and payload validation

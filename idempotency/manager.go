@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-go/cairn/idempotency/internal/jmespath"
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jmespath"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 // DisabledEnv is the environment variable that turns idempotency off (the callback runs

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/cairn-go/cairn/idempotency"
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 // API is the part of the DynamoDB client the store uses; *dynamodb.Client satisfies it.

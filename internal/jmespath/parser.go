@@ -1,6 +1,6 @@
 package jmespath
 
-import "github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+import "github.com/cairn-go/cairn/internal/jsvalue"
 
 type nodeType int
 

@@ -164,7 +164,7 @@ func FuzzFormatNumber(f *testing.F) {
 // the Node.js that generated the golden files, for every code point.
 func TestLowercaseMatchesNode(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../testdata/lowercase.json")
+	raw, err := os.ReadFile("../../idempotency/testdata/lowercase.json")
 	if err != nil {
 		t.Fatal(err)
 	}

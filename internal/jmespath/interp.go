@@ -3,7 +3,7 @@ package jmespath
 import (
 	"fmt"
 
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 // Expr is a compiled JMESPath expression. It is immutable and safe for concurrent use.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 func eval(t *testing.T, expr, data string) (string, bool) {

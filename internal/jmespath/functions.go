@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 type arg struct {

@@ -3,7 +3,7 @@ package jmespath
 import (
 	"strings"
 
-	"github.com/cairn-go/cairn/idempotency/internal/jsvalue"
+	"github.com/cairn-go/cairn/internal/jsvalue"
 )
 
 // EmbeddedJSON explains why an expression found nothing in data when the cause is JSON
