@@ -106,9 +106,11 @@ type DeliveryCanceller interface {
 // a delivery in one atomic write, where Append then Queue are two. [StartRun]
 // uses it to create a run and queue its first delivery at the cost of one
 // write, and a World whose log and queue share a store (the embedded World's
-// SQLite file) implements it. A World whose queue is another service (the AWS
-// World's SQS) does not: StartRun then makes the two writes, retry-safe as
-// its doc says.
+// SQLite file) implements it. The AWS World does not: its queue record would
+// have to join the append's DynamoDB transaction, where every item costs two
+// write units instead of the one its own conditional write costs, and the
+// message is sent to SQS after either way. StartRun then makes the two writes,
+// retry-safe as its doc says.
 type AppendQueuer interface {
 	// AppendAndQueue appends events to runID's log exactly as Append does and,
 	// in the same write, queues in as Queue does with opts: either both are
