@@ -83,6 +83,17 @@ func (c *countingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts wo
 	return c.World.Queue(ctx, in, opts)
 }
 
+// AppendAndQueue counts one write: the embedded World appends and queues in
+// one SQLite transaction.
+func (c *countingWorld) AppendAndQueue(ctx context.Context, runID string, events []worlds.Event, in worlds.QueueInput, opts worlds.QueueOptions) ([]worlds.Event, error) {
+	aq, ok := c.World.(worlds.AppendQueuer)
+	if !ok {
+		return nil, errors.New("bench: the counted World cannot append and queue in one write")
+	}
+	c.appends.Add(1)
+	return aq.AppendAndQueue(ctx, runID, events, in, opts)
+}
+
 // Serve hands deliveries to runner with the counting World, so the runtime's
 // writes while executing deliveries are counted too.
 func (c *countingWorld) Serve(ctx context.Context, runner worlds.Runner) error {

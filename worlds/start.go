@@ -10,15 +10,28 @@ import (
 )
 
 // StartRun creates a run and queues its first delivery under the fixed ID
-// start-<runID>: the two writes every entry point that starts a run makes
-// (workflow.Start, the RPC's runs.start, the web UI). It is safe to retry: a
+// start-<runID>, as every entry point that starts a run does (workflow.Start,
+// the RPC's runs.start, the web UI). It is safe to retry: a
 // start repeated with the same runID, workflow name and input (after a lost
 // answer, or a queue failure once the run was created) returns the existing
 // run, queued again under the same delivery ID while it has not started, which
 // a World turns into one delivery (see [World.Queue]). Any other start of an
 // existing runID fails with a *[StartConflictError], matching [ErrRunExists].
+//
+// On a World that implements [AppendQueuer] the run is created and queued in
+// one write.
 func StartRun(ctx context.Context, w World, runID, workflowName string, input json.RawMessage, attrs map[string]string) (Run, error) {
-	_, err := w.Append(ctx, runID, Event{Type: EventRunCreated, WorkflowName: workflowName, Input: input, Attributes: attrs})
+	created := Event{Type: EventRunCreated, WorkflowName: workflowName, Input: input, Attributes: attrs}
+	in := QueueInput{Kind: DeliverWorkflow, WorkflowName: workflowName, RunID: runID}
+	opts := QueueOptions{ID: "start-" + runID}
+	var err error
+	if aq, ok := w.(AppendQueuer); ok {
+		if _, err = aq.AppendAndQueue(ctx, runID, []Event{created}, in, opts); err == nil {
+			return w.GetRun(ctx, runID)
+		}
+	} else {
+		_, err = w.Append(ctx, runID, created)
+	}
 	if errors.Is(err, ErrRunExists) {
 		run, gerr := w.GetRun(ctx, runID)
 		if gerr != nil {
@@ -36,8 +49,7 @@ func StartRun(ctx context.Context, w World, runID, workflowName string, input js
 	} else if err != nil {
 		return Run{}, err
 	}
-	in := QueueInput{Kind: DeliverWorkflow, WorkflowName: workflowName, RunID: runID}
-	if _, err := w.Queue(ctx, in, QueueOptions{ID: "start-" + runID}); err != nil {
+	if _, err := w.Queue(ctx, in, opts); err != nil {
 		return Run{}, fmt.Errorf("run %s created but its first delivery was not queued (start it again with the same run ID and input): %w", runID, err)
 	}
 	return w.GetRun(ctx, runID)

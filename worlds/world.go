@@ -102,6 +102,24 @@ type DeliveryCanceller interface {
 	CancelDelivery(ctx context.Context, id string) error
 }
 
+// AppendQueuer is an optional World capability: appending events and queueing
+// a delivery in one atomic write, where Append then Queue are two. [StartRun]
+// uses it to create a run and queue its first delivery at the cost of one
+// write, and a World whose log and queue share a store (the embedded World's
+// SQLite file) implements it. The AWS World does not: its queue record would
+// have to join the append's DynamoDB transaction, where every item costs two
+// write units instead of the one its own conditional write costs, and the
+// message is sent to SQS after either way. StartRun then makes the two writes,
+// retry-safe as its doc says.
+type AppendQueuer interface {
+	// AppendAndQueue appends events to runID's log exactly as Append does and,
+	// in the same write, queues in as Queue does with opts: either both are
+	// written or neither is. It returns Append's stored events, and Append's
+	// errors (a refused append queues nothing) or Queue's (an invalid delivery
+	// appends nothing).
+	AppendAndQueue(ctx context.Context, runID string, events []Event, in QueueInput, opts QueueOptions) ([]Event, error)
+}
+
 // Capabilities lists what a World supports beyond the required contract.
 type Capabilities struct {
 	// Retention: finished runs expire after a configured time.

@@ -14,6 +14,26 @@ import (
 // the events with [worlds.Plan] against state read inside it, and writes the events
 // and every projection they change, guarded by the run's event count.
 func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	return w.appendAndQueue(ctx, runID, events, nil)
+}
+
+// AppendAndQueue implements [worlds.AppendQueuer]: the events and the delivery
+// are written in the same transaction as Append's.
+func (w *World) AppendAndQueue(ctx context.Context, runID string, events []worlds.Event, in worlds.QueueInput, opts worlds.QueueOptions) ([]worlds.Event, error) {
+	q, err := w.prepareQueue(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := w.appendAndQueue(ctx, runID, events, &q)
+	if err == nil {
+		w.signal()
+	}
+	return out, err
+}
+
+// appendAndQueue appends events and, when q is not nil, queues q in the same
+// transaction.
+func (w *World) appendAndQueue(ctx context.Context, runID string, events []worlds.Event, q *queued) ([]worlds.Event, error) {
 	if runID == "" {
 		return nil, &worlds.ArgumentError{Field: "runID", Value: `""`, Reason: "required"}
 	}
@@ -66,8 +86,13 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 		if final.Status.Terminal() && (run == nil || !run.Status.Terminal()) {
 			terminal = true
 			if w.cfg.Retention > 0 {
-				return w.queueTx(ctx, tx, "expire-"+runID, worlds.QueueInput{Kind: worlds.DeliverExpire, WorkflowName: final.WorkflowName, RunID: runID}, now.Add(w.cfg.Retention))
+				if err := w.queueTx(ctx, tx, "expire-"+runID, worlds.QueueInput{Kind: worlds.DeliverExpire, WorkflowName: final.WorkflowName, RunID: runID}, now.Add(w.cfg.Retention)); err != nil {
+					return err
+				}
 			}
+		}
+		if q != nil {
+			return w.queueTx(ctx, tx, q.id, q.in, q.due)
 		}
 		return nil
 	})

@@ -27,7 +27,7 @@ var ErrSchemaVersion = errors.New("local: unsupported database schema version")
 var ErrClosed = errors.New("local: World closed")
 
 // World is the embedded SQLite World. It implements [worlds.World],
-// [worlds.StreamNotifier], [worlds.Server] and [worlds.DeliveryCanceller]. Create
+// [worlds.StreamNotifier], [worlds.Server], [worlds.DeliveryCanceller] and [worlds.AppendQueuer]. Create
 // it with [Open] and release it with [World.Close].
 type World struct {
 	cfg Config
@@ -52,6 +52,7 @@ var (
 	_ worlds.StreamNotifier    = (*World)(nil)
 	_ worlds.Server            = (*World)(nil)
 	_ worlds.DeliveryCanceller = (*World)(nil)
+	_ worlds.AppendQueuer      = (*World)(nil)
 )
 
 // Open opens (creating if needed) the database at cfg.Path and returns its World.

@@ -24,8 +24,28 @@ const (
 // finishes, at the new due time, so a wake-up that raced with its own delivery is
 // not lost.
 func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
-	if err := in.Validate(); err != nil {
+	q, err := w.prepareQueue(in, opts)
+	if err != nil {
 		return "", err
+	}
+	if err := w.write(ctx, func(tx *wtx) error { return w.queueTx(ctx, tx, q.id, q.in, q.due) }); err != nil {
+		return "", err
+	}
+	w.signal()
+	return q.id, nil
+}
+
+// queued is a validated delivery, ready for queueTx.
+type queued struct {
+	id  string
+	in  worlds.QueueInput
+	due time.Time
+}
+
+// prepareQueue validates a delivery and settles its ID and due time.
+func (w *World) prepareQueue(in worlds.QueueInput, opts worlds.QueueOptions) (queued, error) {
+	if err := in.Validate(); err != nil {
+		return queued{}, err
 	}
 	now := w.now()
 	due := opts.DueAt
@@ -33,18 +53,13 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 		due = now
 	}
 	if w.cfg.MaxDelay > 0 && due.Sub(now) > w.cfg.MaxDelay {
-		return "", &worlds.ArgumentError{Field: "QueueOptions.DueAt", Value: opts.DueAt, Reason: fmt.Sprintf("more than MaxDelay %s ahead", w.cfg.MaxDelay)}
+		return queued{}, &worlds.ArgumentError{Field: "QueueOptions.DueAt", Value: opts.DueAt, Reason: fmt.Sprintf("more than MaxDelay %s ahead", w.cfg.MaxDelay)}
 	}
 	id := opts.ID
 	if id == "" {
 		id = w.cfg.NewID()
 	}
-	err := w.write(ctx, func(tx *wtx) error { return w.queueTx(ctx, tx, id, in, due) })
-	if err != nil {
-		return "", err
-	}
-	w.signal()
-	return id, nil
+	return queued{id: id, in: in, due: due}, nil
 }
 
 // CancelDelivery implements [worlds.DeliveryCanceller]: it deletes the queued

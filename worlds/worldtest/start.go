@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/cairn-go/cairn/worlds"
 )
@@ -51,5 +52,51 @@ func (s *suite) startRetried(t *testing.T) {
 	evs, err := w.ListEvents(c, runID, worlds.EventFilter{})
 	if err != nil || len(evs.Items) != 1 || evs.Items[0].Type != worlds.EventRunCreated {
 		t.Errorf("events after the retries and conflicts = %+v, %v; want the one run_created", evs.Items, err)
+	}
+}
+
+// appendQueue checks a World that implements [worlds.AppendQueuer]: the events
+// and the delivery are written together, and a refused append or an invalid
+// delivery writes neither. Other Worlds skip it.
+func (s *suite) appendQueue(t *testing.T) {
+	if _, ok := s.shared.(worlds.AppendQueuer); !ok {
+		t.Skip("the World does not implement worlds.AppendQueuer")
+	}
+	r := newRecorder(s.now)
+	w := s.serve(t, r)
+	aq := w.(worlds.AppendQueuer)
+	c := ctx(t)
+	runID := uid(t, "run")
+	created := worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "worldtest"}
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "worldtest", RunID: runID}
+
+	// An invalid delivery appends nothing.
+	if _, err := aq.AppendAndQueue(c, runID, []worlds.Event{created}, worlds.QueueInput{Kind: "bogus", RunID: runID}, worlds.QueueOptions{}); !errors.Is(err, worlds.ErrInvalidArgument) {
+		t.Fatalf("AppendAndQueue with an invalid delivery = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := w.GetRun(c, runID); !errors.Is(err, worlds.ErrRunNotFound) {
+		t.Fatalf("after a refused delivery, GetRun = %v, want ErrRunNotFound", err)
+	}
+
+	first := uid(t, "first")
+	stored, err := aq.AppendAndQueue(c, runID, []worlds.Event{created}, in, worlds.QueueOptions{ID: first})
+	if err != nil || len(stored) != 1 || stored[0].Seq != 1 || stored[0].Type != worlds.EventRunCreated {
+		t.Fatalf("AppendAndQueue = %+v, %v; want run_created stored as event 1", stored, err)
+	}
+	// A refused append queues nothing.
+	refused := uid(t, "refused")
+	if _, err := aq.AppendAndQueue(c, runID, []worlds.Event{created}, in, worlds.QueueOptions{ID: refused}); !errors.Is(err, worlds.ErrRunExists) {
+		t.Fatalf("AppendAndQueue of a second run_created = %v, want ErrRunExists", err)
+	}
+	marker, err := w.Queue(c, in, worlds.QueueOptions{DueAt: s.now().Add(200 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, r, "the queued delivery and the marker", func() bool { return len(r.byID(first)) > 0 && len(r.byID(marker)) > 0 })
+	if got := r.byID(first); len(got) != 1 || got[0].d.Input.RunID != runID || got[0].d.Input.Kind != in.Kind {
+		t.Errorf("delivery queued with the events received %+v, want once with %+v", got, in)
+	}
+	if got := r.byID(refused); len(got) != 0 {
+		t.Errorf("the delivery of a refused append was delivered %d times", len(got))
 	}
 }

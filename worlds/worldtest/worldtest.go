@@ -58,6 +58,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"CancelDelivery", s.cancelDelivery},
 		{"Reset", s.reset},
 		{"StartRetried", s.startRetried},
+		{"AppendAndQueue", s.appendQueue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
