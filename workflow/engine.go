@@ -93,8 +93,8 @@ type execution struct {
 	// signalNext is, by signal name, how many of its signals the code has read.
 	signalNext map[string]int
 	consumed   int64
-	now      time.Time
-	rng      *rand.Rand
+	now        time.Time
+	rng        *rand.Rand
 	// stored is the Seq of the newest event known to be in the log; history past it
 	// is a step outcome still to be appended (tentative), whose time the code must
 	// not observe before it is stored.
