@@ -59,6 +59,8 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"Reset", s.reset},
 		{"StartRetried", s.startRetried},
 		{"AppendAndQueue", s.appendQueue},
+		{"Signals", s.signals},
+		{"SignalWithStart", s.signalWithStart},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
