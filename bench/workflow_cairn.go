@@ -62,6 +62,24 @@ func (Parked) Run(ctx workflow.Context, token string) (int, error) {
 	return n + m, err
 }
 
+// Inbox reads n signals named "msg" and returns their sum: the benchmarked
+// receiver of signals.
+type Inbox struct{}
+
+// Run receives n signals.
+func (Inbox) Run(ctx workflow.Context, n int) (int, error) {
+	ch := workflow.NewSignalChannel[int](ctx, "msg")
+	sum := 0
+	for range n {
+		v, err := ch.Receive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
 // countingWorld counts the World's write calls (Append and Queue), each one
 // SQLite transaction on the embedded World.
 type countingWorld struct {
@@ -136,7 +154,7 @@ func startCairnWith(dir string, cache workflow.CacheConfig) (*cairnBench, error)
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- client.Serve(sctx, workflow.Use(ThreeSteps{}), workflow.Use(Chain{}), workflow.Use(Parked{}))
+		done <- client.Serve(sctx, workflow.Use(ThreeSteps{}), workflow.Use(Chain{}), workflow.Use(Parked{}), workflow.Use(Inbox{}))
 	}()
 	stop := func() error {
 		cancel()

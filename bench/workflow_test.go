@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-go/cairn/workflow"
+	"github.com/cairn-go/cairn/worlds"
 )
 
 // TestWorkflowSmoke runs one 3-step run on each library, so the benchmark's
@@ -76,6 +77,42 @@ func BenchmarkWorkflow_Cairn(b *testing.B) {
 	b.ReportMetric((appends+queues)/steps, "writes/step")
 	b.ReportMetric(appends/steps, "appends/step")
 	b.ReportMetric(queues/steps, "queues/step")
+}
+
+// BenchmarkSignal_Cairn: b.N signals sent to one running run, which reads
+// them all. writes/signal counts every World write from the first signal to
+// the run's end, the run's own (its wake-ups, its completion) included.
+func BenchmarkSignal_Cairn(b *testing.B) {
+	b.ReportAllocs()
+	c, err := startCairn(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := workflow.Start(ctx, c.client, Inbox{}, b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for st, _ := run.Status(ctx); st != worlds.RunRunning; st, _ = run.Status(ctx) {
+		time.Sleep(time.Millisecond)
+	}
+	base := c.world.writes()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := workflow.Signal(ctx, c.client, run.ID(), "msg", i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sum, err := run.Result(ctx)
+	b.StopTimer()
+	if want := b.N * (b.N - 1) / 2; err != nil || sum != want {
+		b.Fatalf("Result = %d, %v; want %d", sum, err, want)
+	}
+	writes := float64(c.world.writes() - base)
+	if err := c.stop(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(writes/float64(b.N), "writes/signal")
 }
 
 // BenchmarkWorkflow_GoWorkflows: the same work on go-workflows' SQLite backend.

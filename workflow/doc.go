@@ -93,6 +93,18 @@
 // for months keeps its replay cost bounded; [Run.Result] follows the chain.
 // [Links] reads the links between runs for tools.
 //
+// Signals are messages into a running run, addressed by run ID and name:
+// [Signal] (or the RPC's runs.signal, `cairn runs signal`, the web UI) buffers
+// one in the run's log, one World write, and the code reads the signals of a
+// name in the order sent with a [SignalChannel] ([NewSignalChannel]): Receive
+// waits, TryReceive does not, and the channel is [Selectable], so a signal
+// with a timeout is a [Select] on the channel and a [NewTimer]. A signal sent
+// before the code asks, even before the run started, waits for it, and
+// [SignalWithStart] starts the run and signals it in one call. Hooks are for
+// senders outside that know only a token (a webhook); signals are for callers
+// that know the run. docs/signals-and-queries.md maps Temporal's signals,
+// signal-with-start and signal channels to these.
+//
 // Cancellation reaches the code: after [Client.Cancel] (or the RPC's
 // runs.cancel, or the web UI, all through [worlds.RequestCancel]) the run's next
 // blocking operation returns an error matching [ErrCancelled], operations

@@ -89,10 +89,12 @@ type execution struct {
 	marks []worlds.Event
 	// fns are the functions of the steps the execution's deliveries queued, for
 	// their step deliveries while it is cached.
-	fns      map[string]*captured
-	consumed int64
-	now      time.Time
-	rng      *rand.Rand
+	fns map[string]*captured
+	// signalNext is, by signal name, how many of its signals the code has read.
+	signalNext map[string]int
+	consumed   int64
+	now        time.Time
+	rng        *rand.Rand
 	// stored is the Seq of the newest event known to be in the log; history past it
 	// is a step outcome still to be appended (tentative), whose time the code must
 	// not observe before it is stored.

@@ -36,6 +36,13 @@ var (
 	ErrHookConflict = errors.New("workflow: hook token owned by another hook")
 	// ErrHookDisposed: Receive was called on a hook the workflow disposed.
 	ErrHookDisposed = errors.New("workflow: hook disposed")
+	// ErrRunNotFound is returned for a run ID no run has (it is the World's
+	// worlds.ErrRunNotFound, so either matches).
+	ErrRunNotFound = worlds.ErrRunNotFound
+	// ErrRunEnded is returned by [Signal] and [SignalWithStart] for a run that
+	// has ended and so can read no more signals; the error also matches
+	// worlds.ErrRunFinished.
+	ErrRunEnded = errors.New("workflow: run ended")
 	// ErrUnknownWorkflow: a delivery or call names a workflow no runner knows.
 	ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
 	// ErrInvalidConfig: a constructor or option got a bad value.

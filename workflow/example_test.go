@@ -38,7 +38,7 @@ func exampleClient() (*workflow.Client, func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = client.Serve(ctx, workflow.Use(Greet{}), workflow.Use(Nap{}), workflow.Use(Approve{}), workflow.Use(Reminder{}), workflow.Use(Booking{}))
+		_ = client.Serve(ctx, workflow.Use(Greet{}), workflow.Use(Nap{}), workflow.Use(Approve{}), workflow.Use(Reminder{}), workflow.Use(Booking{}), workflow.Use(Checkout{}))
 	}()
 	return client, func() { cancel(); <-done; _ = world.Close() }
 }
@@ -105,7 +105,9 @@ func ExampleCreateHook() {
 	defer stop()
 	ctx := context.Background()
 	run, _ := workflow.Start(ctx, client, Approve{}, "inv-7")
-	// Someone outside the workflow approves, by token, once the hook exists.
+	// Someone outside the workflow approves, by token, once the hook exists. A
+	// hook payload needs its hook: a sender that knows the run and may come
+	// first sends a signal instead (see ExampleSignal), which needs no loop.
 	for {
 		if _, err := workflow.ResumeHook(ctx, client, "approve-inv-7", true); err == nil {
 			break
@@ -115,6 +117,35 @@ func ExampleCreateHook() {
 	out, _ := run.Result(ctx)
 	fmt.Println(out)
 	// Output: paid
+}
+
+// Checkout waits up to a day for a "pay" signal with the amount paid.
+type Checkout struct{}
+
+func (Checkout) Run(ctx workflow.Context, cart string) (string, error) {
+	pay := workflow.NewSignalChannel[int](ctx, "pay")
+	i, err := workflow.Select(ctx, pay, workflow.NewTimer(ctx, 24*time.Hour))
+	if err != nil || i == 1 {
+		return cart + " abandoned", err
+	}
+	cents, err := pay.Receive(ctx)
+	return fmt.Sprintf("%s paid %d", cart, cents), err
+}
+
+// A signal is buffered in the run's log until the code reads it: the sender
+// needs no retry loop, even when it signals before the run reaches its
+// Receive. SignalWithStart would also start the run if it did not exist.
+func ExampleSignal() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	run, _ := workflow.Start(ctx, client, Checkout{}, "cart-9", workflow.WithRunID("checkout-cart-9"))
+	if err := workflow.Signal(ctx, client, "checkout-cart-9", "pay", 1250); err != nil {
+		fmt.Println(err)
+	}
+	out, _ := run.Result(ctx)
+	fmt.Println(out)
+	// Output: cart-9 paid 1250
 }
 
 // Count runs n steps in sequence, each adding one.

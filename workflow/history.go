@@ -93,6 +93,8 @@ type history struct {
 	// waiting holds the waits not completed yet, so a delivery of a long run
 	// finds the due ones without scanning every operation.
 	waiting map[string]*record
+	// signals are the signals received, by name, in log order.
+	signals map[string][]worlds.Event
 	// versions are the versions of changes the run recorded ([Version]).
 	versions map[string]int
 	// cancelSeq is the Seq of the run's first cancel request (0: none), and
@@ -129,6 +131,14 @@ func (h *history) add(ev *worlds.Event) {
 	case worlds.EventRunStarted:
 		h.started = ev
 		h.newest = max(h.newest, ev.Seq)
+		return
+	case worlds.EventSignalReceived:
+		if h.signals == nil {
+			h.signals = map[string][]worlds.Event{}
+		}
+		// Not newest: a signal may wait unread while the code runs on live, and
+		// that code must not be taken for a replay (its logs would be lost).
+		h.signals[ev.CorrelationID] = append(h.signals[ev.CorrelationID], *ev)
 		return
 	case worlds.EventAttributesSet:
 		versionsOf(ev.Attributes, h.versions)

@@ -64,6 +64,9 @@ func TestOnWorlds(t *testing.T) {
 		{"StuckCodeEndsDelivery", testStuckCodeEndsDelivery},
 		{"CancelIntoCode", testCancelIntoCode},
 		{"CancelRunningStep", testCancelRunningStep},
+		{"SignalsBuffered", testSignalsBuffered},
+		{"SignalSelect", testSignalSelect},
+		{"SignalWithStart", testSignalWithStart},
 	}
 	for _, cache := range []string{"cache", "nocache"} {
 		for _, w := range testWorlds {

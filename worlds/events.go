@@ -37,6 +37,11 @@ const (
 
 	EventAttributesSet EventType = "attributes_set" // Attributes (merged into the run's attributes)
 
+	// EventSignalReceived buffers a signal sent to the run: its correlation ID is
+	// the signal's name, Payload its value. A run accepts signals from its
+	// creation until it ends; its code reads them in log order.
+	EventSignalReceived EventType = "signal_received" // Payload
+
 	// EventRunBlocked records that the run's workflow code failed (a panic, a
 	// divergence from the log, a goroutine that did not yield) while the run
 	// goes on: it stays running, with [Run.Blocked] set, until its code gets
@@ -60,6 +65,7 @@ var EventTypes = []EventType{
 	EventWaitCreated, EventWaitCompleted,
 	EventAttributesSet,
 	EventRunBlocked, EventRunUnblocked,
+	EventSignalReceived,
 }
 
 // Valid reports whether t is one of [EventTypes].
@@ -106,7 +112,7 @@ type Event struct {
 	ResumeAt         *time.Time        `json:"resumeAt,omitempty"`   // wait_created
 	Token            string            `json:"token,omitempty"`      // hook_created, hook_conflict
 	Metadata         json.RawMessage   `json:"metadata,omitempty"`   // hook_created
-	Payload          json.RawMessage   `json:"payload,omitempty"`    // hook_received
+	Payload          json.RawMessage   `json:"payload,omitempty"`    // hook_received, signal_received
 	Attributes       map[string]string `json:"attributes,omitempty"` // run_created, attributes_set
 	Reason           string            `json:"reason,omitempty"`     // run_cancelled; wait_completed ("" or WaitCancelled)
 }
@@ -130,6 +136,9 @@ type ErrorInfo struct {
 
 // Error implements error so a persisted failure can be returned as one.
 func (e *ErrorInfo) Error() string { return e.Message }
+
+// MaxSignalNameLength bounds signal names.
+const MaxSignalNameLength = 128
 
 // MaxTokenLength bounds hook tokens; longer tokens are rejected as invalid events.
 const MaxTokenLength = 512
@@ -201,6 +210,10 @@ func (e *Event) Validate() error {
 	case EventAttributesSet:
 		if len(e.Attributes) == 0 {
 			return invalid(e, "attributes", "required for attributes_set")
+		}
+	case EventSignalReceived:
+		if len(e.CorrelationID) > MaxSignalNameLength {
+			return invalid(e, "correlationId", fmt.Sprintf("signal name longer than %d bytes", MaxSignalNameLength))
 		}
 	}
 	return nil

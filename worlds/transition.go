@@ -138,6 +138,8 @@ func Transition(st State, ev Event, now time.Time) (Effect, error) {
 			return Effect{}, rejected(&ev, ErrRunNotBlocked, "")
 		}
 		run.Blocked = nil
+	case EventSignalReceived:
+		// Buffered in the log: nothing else changes.
 	case EventAttributesSet:
 		if run.Attributes == nil {
 			run.Attributes = map[string]string{}

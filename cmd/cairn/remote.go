@@ -25,6 +25,7 @@ import (
 
 const runsUsage = `usage: cairn runs start WORKFLOW [--input JSON] [--run-id ID] [remote flags]
        cairn runs reset RUN --to SEQ|last-step [--new-run-id ID] [--reason R] [remote flags]
+       cairn runs signal RUN NAME [JSON] [remote flags]
 start starts a run through a deployment's RPC endpoint and prints it as JSON.
   --input JSON   the run's input (default null)
   --run-id ID    start under this ID; retrying with the same ID and input returns the run
@@ -34,6 +35,9 @@ copied steps instead of running them again. A live RUN ends, linked to the new r
   --to SEQ|last-step  where to cut RUN's history
   --new-run-id ID     the new run's ID; retrying with the same ID finishes and returns it
   --reason R          RUN's cancel reason when it is still live (default "reset")
+signal sends RUN the signal NAME with the payload JSON (default null) and prints
+the run; the run's code reads it with workflow.NewSignalChannel(ctx, NAME), and
+a signal sent before the code reads it waits in the run's log.
 Remote flags: --url URL (default $CAIRN_URL: the deploy/aws api_url output, ending in
   /v1/workflow) --region R (default $AWS_REGION, else the Function URL's region)
   --no-sign (a local server such as cairn dev, which takes unsigned requests)`
@@ -275,8 +279,11 @@ func runsErr(ctx context.Context, args []string, stdout io.Writer, getenv func(s
 	if args[0] == "reset" {
 		return runsReset(ctx, args[1:], stdout, getenv)
 	}
+	if args[0] == "signal" {
+		return runsSignal(ctx, args[1:], stdout, getenv)
+	}
 	if args[0] != "start" {
-		return usageErrorf("unknown subcommand %q: want start or reset", args[0])
+		return usageErrorf("unknown subcommand %q: want start, reset or signal", args[0])
 	}
 	var rf remoteFlags
 	var input, runID string
@@ -309,6 +316,40 @@ func runsErr(ctx context.Context, args []string, stdout io.Writer, getenv func(s
 		params["runId"] = runID
 	}
 	res, err := r.call(ctx, "runs.start", params)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, res)
+}
+
+// runsSignal is cairn runs signal RUN NAME [JSON].
+func runsSignal(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	var rf remoteFlags
+	fs := flag.NewFlagSet("cairn runs signal", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	rf.register(fs)
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, runsUsage)
+		return nil
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if len(pos) < 2 || len(pos) > 3 {
+		return usageErrorf("want RUN NAME [JSON], got %d arguments", len(pos))
+	}
+	payload := json.RawMessage("null")
+	if len(pos) == 3 {
+		if payload, err = jsonFlag("payload", pos[2]); err != nil {
+			return err
+		}
+	}
+	r, err := rf.open(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	res, err := r.call(ctx, "runs.signal", map[string]any{"runId": pos[0], "name": pos[1], "payload": payload})
 	if err != nil {
 		return err
 	}

@@ -156,6 +156,18 @@ func Start[I, O any](ctx context.Context, e *Env, w workflow.Workflow[I, O], in 
 	return &Run[O]{env: e, id: r.ID()}, nil
 }
 
+// SignalWithStart registers w and calls [workflow.SignalWithStart]: it starts
+// a run of w with input in, unless the run ID given with [workflow.WithRunID]
+// exists, and signals the run. It runs nothing yet.
+func SignalWithStart[I, O any](ctx context.Context, e *Env, w workflow.Workflow[I, O], in I, name string, payload any, opts ...workflow.StartOption) (*Run[O], error) {
+	Register(e, w)
+	r, err := workflow.SignalWithStart(ctx, e.client, w, in, name, payload, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[O]{env: e, id: r.ID()}, nil
+}
+
 // Stub replaces every step named name, in every run of the Env, by fn. The step's
 // recorded input is decoded into I and fn's output encoded as the step's output;
 // an error fn returns is the attempt's error (wrap it with [workflow.Fatal] to
@@ -236,6 +248,14 @@ func (e *Env) Calls(name string) []Call {
 func (e *Env) ResumeHook(ctx context.Context, token string, payload any) error {
 	_, err := workflow.ResumeHook(ctx, e.client, token, payload)
 	return err
+}
+
+// Signal sends the run runID the signal name with payload, encoded as JSON, as
+// [workflow.Signal] does. It runs nothing yet: [Run.Result] and [Env.Settle]
+// deliver it. With [Env.At] it arrives at a chosen virtual time, for example
+// while a timer of the run is still pending.
+func (e *Env) Signal(ctx context.Context, runID, name string, payload any) error {
+	return workflow.Signal(ctx, e.client, runID, name, payload)
 }
 
 // Settle runs every delivery that is due, jumping the virtual clock to the next

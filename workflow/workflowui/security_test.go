@@ -54,6 +54,9 @@ func TestCrossOriginWritesAreRefused(t *testing.T) {
 		{"API foreign Origin", "/api/runs", start, map[string]string{"Content-Type": jsonCT, "Origin": "https://evil.example"}, 403},
 		{"API form", "/api/runs", start, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
 		{"API cancel cross-site", "/api/runs/any/cancel", `{}`, map[string]string{"Content-Type": jsonCT, "Sec-Fetch-Site": "cross-site"}, 403},
+		{"API signal cross-site", "/api/runs/any/signal", `{"name":"x"}`, map[string]string{"Content-Type": jsonCT, "Sec-Fetch-Site": "cross-site"}, 403},
+		{"API signal form", "/api/runs/any/signal", `name=x`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
+		{"RPC signal cross-site", "/v1/workflow/rpc", `{"method":"runs.signal","params":{"runId":"any","name":"x"}}`, map[string]string{"Content-Type": jsonCT, "Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403},
 		{"RPC text/plain", "/v1/workflow/rpc", rpcStart, map[string]string{"Content-Type": "text/plain"}, 415},
 		{"RPC cross-site JSON", "/v1/workflow/rpc", rpcStart, map[string]string{"Content-Type": jsonCT, "Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403},
 	} {

@@ -135,6 +135,7 @@ func Handler(w worlds.World, opts Options) (http.Handler, error) {
 	s.mux.HandleFunc("GET /api/runs/{id}/events", s.runEvents)
 	s.mux.HandleFunc("POST /api/runs/{id}/cancel", s.cancelRun)
 	s.mux.HandleFunc("POST /api/runs/{id}/rerun", s.rerun)
+	s.mux.HandleFunc("POST /api/runs/{id}/signal", s.signalRun)
 	s.mux.HandleFunc("GET /api/runs/{id}/streams/{name}", s.followStream)
 	s.mux.HandleFunc("POST /api/hooks/{id}/resume", s.resumeHook)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -526,6 +527,23 @@ func (s *ui) rerun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"runId": id})
+}
+
+// signalRun sends the run a signal: {"name": "...", "payload": any JSON}.
+func (s *ui) signalRun(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name    string          `json:"name"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, bodyStatus(err), err)
+		return
+	}
+	if err := worlds.SendSignal(r.Context(), s.world, r.PathValue("id"), req.Name, req.Payload); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]bool{"ok": true})
 }
 
 func (s *ui) resumeHook(w http.ResponseWriter, r *http.Request) {

@@ -1,5 +1,5 @@
 // Package worldhttp serves any [worlds.World] over HTTP: a small JSON RPC endpoint
-// to start, inspect, cancel and reset runs and resume hooks, and a webhook endpoint that
+// to start, signal, inspect, cancel and reset runs and resume hooks, and a webhook endpoint that
 // delivers a request body to the hook owning the token in its path. It needs only
 // the World interface, so the AWS World's Function URL handlers and the embedded
 // World's dev server share it.
@@ -16,6 +16,10 @@
 //
 //	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run;
 //	              retried with the same runId, workflowName and input it returns that run, queued again if pending)
+//	runs.signal   {runId, name, payload?}                      -> Run (worlds.SendSignal: buffered in the run's
+//	              log until its code reads it; 404 for an unknown run, 410 for an ended one)
+//	runs.signalWithStart {workflowName, name, payload?, input?, attributes?, runId?} -> Run
+//	              (worlds.SignalWithStart: starts the run with the signal unless runId exists, else signals it)
 //	runs.get      {runId}                                      -> Run
 //	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
 //	runs.cancel   {runId, reason?}                             -> Run (worlds.RequestCancel: a pending run ends cancelled,

@@ -326,6 +326,25 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 			p.RunID = h.o.NewRunID()
 		}
 		return h.start(ctx, p)
+	case "runs.signal":
+		if err := need(runID, [2]string{"name", p.Name}); err != nil {
+			return nil, err
+		}
+		if err := worlds.SendSignal(ctx, h.w, p.RunID, p.Name, p.Payload); err != nil {
+			return nil, err
+		}
+		return h.w.GetRun(ctx, p.RunID)
+	case "runs.signalWithStart":
+		if err := need([2]string{"workflowName", p.WorkflowName}, [2]string{"name", p.Name}); err != nil {
+			return nil, err
+		}
+		if err := worlds.ValidateStart(h.o.Workflows, p.WorkflowName, p.RunID, p.Input, p.Attributes); err != nil {
+			return nil, err
+		}
+		if p.RunID == "" {
+			p.RunID = h.o.NewRunID()
+		}
+		return worlds.SignalWithStart(ctx, h.w, p.RunID, p.WorkflowName, p.Input, p.Attributes, p.Name, p.Payload)
 	case "runs.get":
 		if err := need(runID); err != nil {
 			return nil, err

@@ -59,6 +59,8 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"Reset", s.reset},
 		{"StartRetried", s.startRetried},
 		{"AppendAndQueue", s.appendQueue},
+		{"Signals", s.signals},
+		{"SignalWithStart", s.signalWithStart},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -162,6 +164,7 @@ func (s *suite) eventTypes(t *testing.T) {
 		{Type: worlds.EventWaitCompleted, CorrelationID: "w1"},
 		{Type: worlds.EventRunBlocked, Error: &worlds.ErrorInfo{Message: "workflow: panic: boom", Type: "panic", Stack: "goroutine 1"}},
 		{Type: worlds.EventRunUnblocked},
+		{Type: worlds.EventSignalReceived, CorrelationID: "approve", Payload: json.RawMessage(`{"by":"ana"}`)},
 		{Type: worlds.EventRunCompleted, Output: json.RawMessage(`{"done":true}`)},
 	}
 	seen := map[worlds.EventType]bool{}

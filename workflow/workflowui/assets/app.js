@@ -102,6 +102,9 @@ async function runPage(id) {
   <div class="card"><div class="kv" id="summary"></div></div>
   <h2>Steps</h2><div class="card timeline" id="steps"></div>
   <h2>Hooks</h2><div class="card" id="hooks"></div>
+  <h2>Send signal</h2><div class="card" id="signal-form"><label>Name <input id="signal-name" class="mono" maxlength="128"></label>
+    <textarea id="signal-payload" class="mono" rows="2" placeholder='payload as JSON, e.g. {"approved": true}'></textarea>
+    <div class="toolbar"><button id="signal-send" class="primary">Send signal</button></div></div>
   <h2>Streams</h2><div class="card" id="streams"></div>
   <h2>Events</h2><div class="card"><details id="events-box"><summary>Event log</summary><div id="events"></div></details></div>`;
   $("#cancel").onclick = async () => {
@@ -123,6 +126,16 @@ async function runPage(id) {
     catch (err) { toast("Resume failed: " + err.message, true); }
     finally { btn.disabled = false; }
   });
+  $("#signal-send").onclick = async () => {
+    const name = $("#signal-name").value.trim(), raw = $("#signal-payload").value.trim();
+    if (!name) { toast("A signal needs a name", true); return; }
+    let payload = null;
+    try { if (raw) payload = JSON.parse(raw); } catch (err) { toast("Payload is not JSON: " + err.message, true); return; }
+    $("#signal-send").disabled = true;
+    try { await api("POST", `api/runs/${encodeURIComponent(id)}/signal`, {name, payload}); toast("Signal sent"); $("#signal-payload").value = ""; refresh(); }
+    catch (err) { toast("Signal failed: " + err.message, true); }
+    finally { $("#signal-send").disabled = false; }
+  };
   $("#events-box").ontoggle = refresh;
 
   async function refresh() {
@@ -130,6 +143,7 @@ async function runPage(id) {
     const r = v.run;
     set($("#run-status"), badge(r.status) + (r.blocked ? ` <span class="badge s-failed">blocked</span>` : ""));
     $("#cancel").disabled = terminal(r.status);
+    $("#signal-send").disabled = terminal(r.status);
     $("#rerun").disabled = !v.runnable;
     set($("#summary"), [
       ["Workflow", esc(r.workflowName)], ["Created", when(r.createdAt)], ["Duration", dur(r.startedAt, r.completedAt)],
