@@ -40,7 +40,7 @@ const (
 	// EventSignalReceived buffers a signal sent to the run: its correlation ID is
 	// the signal's name, Payload its value. A run accepts signals from its
 	// creation until it ends; its code reads them in log order.
-	EventSignalReceived EventType = "signal_received" // Payload
+	EventSignalReceived EventType = "signal_received" // Payload, Token (the sender's signal ID, optional)
 
 	// EventRunBlocked records that the run's workflow code failed (a panic, a
 	// divergence from the log, a goroutine that did not yield) while the run
@@ -110,7 +110,7 @@ type Event struct {
 	HeartbeatTimeout time.Duration     `json:"heartbeatTimeout,omitempty"`
 	RetryAt          *time.Time        `json:"retryAt,omitempty"`    // step_retrying
 	ResumeAt         *time.Time        `json:"resumeAt,omitempty"`   // wait_created
-	Token            string            `json:"token,omitempty"`      // hook_created, hook_conflict
+	Token            string            `json:"token,omitempty"`      // hook_created, hook_conflict; signal_received: the signal's ID
 	Metadata         json.RawMessage   `json:"metadata,omitempty"`   // hook_created
 	Payload          json.RawMessage   `json:"payload,omitempty"`    // hook_received, signal_received
 	Attributes       map[string]string `json:"attributes,omitempty"` // run_created, attributes_set

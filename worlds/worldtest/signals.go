@@ -12,7 +12,8 @@ import (
 
 // signals checks [worlds.SendSignal] on the World: a pending run accepts
 // signals, they are stored in the order sent with their names and payloads, a
-// signal wakes the run with one delivery under [worlds.SignalWakeID], an
+// signal wakes the run with one delivery under [worlds.SignalWakeID], a signal
+// sent again with its ID is stored once, an
 // unknown run is ErrRunNotFound and an ended one ErrRunFinished.
 func (s *suite) signals(t *testing.T) {
 	r := newRecorder(s.now)
@@ -27,6 +28,16 @@ func (s *suite) signals(t *testing.T) {
 			t.Fatalf("SendSignal %s to a pending run: %v", name, err)
 		}
 	}
+	// A signal sent again under its ID is not appended again; the same ID
+	// under another name is another signal.
+	for range 2 {
+		if err := worlds.SendSignal(c, w, runID, "a", json.RawMessage(`3`), worlds.WithSignalID("msg-1")); err != nil {
+			t.Fatalf("SendSignal with an ID: %v", err)
+		}
+	}
+	if err := worlds.SendSignal(c, w, runID, "b", json.RawMessage(`4`), worlds.WithSignalID("msg-1")); err != nil {
+		t.Fatal(err)
+	}
 	evs, err := worlds.AllEvents(c, w, runID)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +46,7 @@ func (s *suite) signals(t *testing.T) {
 	for _, ev := range evs[1:] {
 		got = append(got, fmt.Sprintf("%s:%s:%s", ev.Type, ev.CorrelationID, ev.Payload))
 	}
-	if want := "[signal_received:a:0 signal_received:b:1 signal_received:a:2]"; fmt.Sprint(got) != want {
+	if want := "[signal_received:a:0 signal_received:b:1 signal_received:a:2 signal_received:a:3 signal_received:b:4]"; fmt.Sprint(got) != want {
 		t.Fatalf("log after three signals = %v, want %s", got, want)
 	}
 	s.waitFor(t, r, "the signal's wake-up", func() bool { return len(r.byID(worlds.SignalWakeID(runID))) > 0 })
