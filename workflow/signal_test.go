@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-go/cairn/workflow"
 	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/local"
 )
 
 // Collect waits for a hook named by its input, then reads the signals named
@@ -207,5 +208,37 @@ func testSignalWithStart(t *testing.T, newWorld func(*testing.T) worlds.World) {
 	}
 	if _, err := workflow.SignalWithStart(ctx, h.c, ApproveBySignal{}, time.Second, "vote", "x", workflow.WithRunID(id)); !errors.Is(err, worlds.ErrRunExists) {
 		t.Fatalf("SignalWithStart of another workflow's run ID = %v, want ErrRunExists", err)
+	}
+}
+
+// LongWait selects a signal against a timer longer than the World allows.
+type LongWait struct{}
+
+func (LongWait) Run(ctx workflow.Context, d time.Duration) (string, error) {
+	ch := workflow.NewSignalChannel[string](ctx, "go")
+	i, err := workflow.Select(ctx, ch, workflow.NewTimer(ctx, d))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint("index ", i), nil
+}
+
+// A refused timer in Select is an error, not a timeout: the code that treats
+// index 1 as "timed out" would otherwise act at once on a timer that never ran.
+func TestSelectRefusedTimer(t *testing.T) {
+	t.Parallel()
+	w, err := local.Open(context.Background(), local.Config{Path: local.Memory, MaxDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	h := serve(t, w, workflow.Config{}, workflow.Use(LongWait{}))
+	run, err := workflow.Start(context.Background(), h.c, LongWait{}, 48*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := run.Result(resultCtx(t))
+	if err == nil || !strings.Contains(err.Error(), "maximum delay") {
+		t.Fatalf("Result = %q, %v; want the run failed with the timer's refusal", out, err)
 	}
 }

@@ -189,6 +189,11 @@ type Selectable interface {
 //
 //	i, err := workflow.Select(ctx, hook, workflow.NewTimer(ctx, 24*time.Hour)) // i == 0: a payload came
 //
+// A timer that was refused when it was created (a delay past the World's
+// limit: the AWS World without EventBridge Scheduler takes 15 minutes at most)
+// wins at once, and Select returns its index with its error, so the refusal is
+// not taken for a timeout.
+//
 // It returns a *[ConfigError] when futures is empty or holds nil,
 // [ErrNotInWorkflow] for a future of another run's execution, and an error
 // matching [ErrCancelled] once the run is cancelled (see [WithoutCancel]).
@@ -245,6 +250,10 @@ func Select(ctx Context, futures ...Selectable) (int, error) {
 				if t, ok := f.(*Timer); ok && i != win && t.err == nil {
 					t.cancel(e)
 				}
+			}
+			if t, ok := futures[win].(*Timer); ok && t.err != nil {
+				// A timer refused at its creation must not pass for one that fired.
+				return win, t.err
 			}
 			return win, nil
 		}
