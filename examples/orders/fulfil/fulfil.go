@@ -96,18 +96,13 @@ func (w Workflow) Run(ctx workflow.Context, o Order) (Shipped, error) {
 	if err != nil {
 		return Shipped{}, err
 	}
-	timeout := workflow.NewTimer(ctx, PackTimeout)
-	i, err := workflow.Select(ctx, packed, timeout)
+	// A timer the World refuses (the AWS World needs EventBridge Scheduler
+	// beyond 15 minutes) is Select's error, not a timeout.
+	i, err := workflow.Select(ctx, packed, workflow.NewTimer(ctx, PackTimeout))
 	if err != nil {
 		return Shipped{}, err
 	}
 	if i == 1 {
-		// A timer the World refused (a delay past its limit: the AWS World
-		// needs EventBridge Scheduler beyond 15 minutes) is resolved with its
-		// error, not by time passing.
-		if err := timeout.Get(ctx); err != nil {
-			return Shipped{}, err
-		}
 		if _, err := workflow.Step(ctx, "release", func(sctx context.Context, id string) (bool, error) {
 			return true, w.Inventory.Release(sctx, id)
 		}, o.ID); err != nil {
