@@ -1,7 +1,7 @@
 // Command durable is a Lambda durable function built on cairn's durable
 // adapter: it reserves stock for every line of an order in parallel (at most
 // four at a time), waits a cooling-off period without paying for the idle time,
-// then charges once. Build it for provided.al2023 (see README.md); locally,
+// then charges once, through the idempotency store (durableidem). Build it for provided.al2023 (see README.md); locally,
 // main_test.go runs this binary through a Lambda Runtime API harness against
 // AWS's local checkpoint server.
 package main
@@ -15,10 +15,16 @@ import (
 	"time"
 
 	awslambda "github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/cairn-go/cairn/durable"
+	"github.com/cairn-go/cairn/durable/durableidem"
+	"github.com/cairn-go/cairn/idempotency"
+	idynamodb "github.com/cairn-go/cairn/idempotency/dynamodb"
+	"github.com/cairn-go/cairn/idempotency/memory"
 )
 
 // Order is the execution's input.
@@ -34,7 +40,14 @@ type Receipt struct {
 	Charge   string   `json:"charge"`
 }
 
-func process(ctx context.Context, dc *durable.Context, input json.RawMessage) (any, error) {
+// process is the durable function; charges records its payment calls.
+func process(charges *idempotency.Manager) func(context.Context, *durable.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, dc *durable.Context, input json.RawMessage) (any, error) {
+		return fulfil(ctx, dc, charges, input)
+	}
+}
+
+func fulfil(ctx context.Context, dc *durable.Context, charges *idempotency.Manager, input json.RawMessage) (any, error) {
 	var o Order
 	if err := json.Unmarshal(input, &o); err != nil {
 		return nil, durable.Fatal(fmt.Errorf("order: %w", err))
@@ -59,7 +72,13 @@ func process(ctx context.Context, dc *durable.Context, input json.RawMessage) (a
 		return nil, err
 	}
 	charge, err := durable.Step(dc, "charge", func(ctx context.Context) (string, error) {
-		return "ch-" + o.ID, nil
+		// The payment API takes no idempotency key: a charge whose SUCCEED
+		// checkpoint was lost would be repeated by the step's next run. Through
+		// the idempotency store, keyed by execution ARN and operation ID, the
+		// next run gets the first charge's ID back.
+		return durableidem.Do(ctx, charges, o, func(ctx context.Context, o Order) (string, error) {
+			return "ch-" + o.ID, nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -80,6 +99,21 @@ func cooling() time.Duration {
 	return 30 * time.Minute
 }
 
+// openCharges opens the record of payment calls: the DynamoDB table
+// CHARGES_TABLE names (Powertools' layout, key attribute "id"), else memory,
+// which only protects re-runs within one warm process.
+func openCharges(ctx context.Context, cfg aws.Config, log *slog.Logger) (*idempotency.Manager, error) {
+	var store idempotency.Store = memory.New()
+	if table := os.Getenv("CHARGES_TABLE"); table != "" {
+		s, err := idynamodb.New(dynamodb.NewFromConfig(cfg), idynamodb.Options{TableName: table})
+		if err != nil {
+			return nil, err
+		}
+		store = s
+	}
+	return idempotency.New(store, idempotency.Options{KeyPrefix: "durable-charge", EventKeyJMESPath: "stepKey", PayloadValidationJMESPath: "input", Logger: log})
+}
+
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// LoadDefaultConfig honours AWS_ENDPOINT_URL_LAMBDA, which the local test
@@ -89,7 +123,12 @@ func main() {
 		logger.Error("aws config", "err", err)
 		os.Exit(1)
 	}
-	h, err := durable.NewHandler(lambda.NewFromConfig(cfg), process, durable.Options{Logger: logger})
+	charges, err := openCharges(context.Background(), cfg, logger)
+	if err != nil {
+		logger.Error("idempotency store", "err", err)
+		os.Exit(1)
+	}
+	h, err := durable.NewHandler(lambda.NewFromConfig(cfg), process(charges), durable.Options{Logger: logger})
 	if err != nil {
 		logger.Error("durable handler", "err", err)
 		os.Exit(1)

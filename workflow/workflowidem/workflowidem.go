@@ -54,13 +54,26 @@ type Payload[I any] struct {
 // record whose input does not match fails the step for good (workflow.Fatal
 // around idempotency.ErrValidation).
 func Do[I, O any](ctx context.Context, m *idempotency.Manager, in I, fn func(context.Context, I) (O, error)) (O, error) {
+	key, err := stepkey.FromContext(ctx)
+	if err != nil {
+		var zero O
+		return zero, workflow.Fatal(fmt.Errorf("workflowidem: %w", err))
+	}
+	return DoKeyed(ctx, m, key, in, fn)
+}
+
+// DoKeyed is Do with the step's key given: for steps of other engines, such
+// as Lambda durable functions (durable.IdempotencyKey, which the durable
+// module's durableidem package passes here), so both kinds of step share one
+// manager and one store without their keys colliding. key must be the same in
+// every attempt of the step and differ between steps.
+func DoKeyed[I, O any](ctx context.Context, m *idempotency.Manager, key string, in I, fn func(context.Context, I) (O, error)) (O, error) {
 	var zero O
 	if m == nil {
 		return zero, workflow.Fatal(errors.New("workflowidem: nil idempotency manager"))
 	}
-	key, err := stepkey.FromContext(ctx)
-	if err != nil {
-		return zero, workflow.Fatal(fmt.Errorf("workflowidem: %w", err))
+	if key == "" {
+		return zero, workflow.Fatal(errors.New("workflowidem: empty step key"))
 	}
 	out, err := idempotency.Execute(ctx, m, Payload[I]{StepKey: key, Input: in}, func(ctx context.Context) (O, error) {
 		return fn(ctx, in)
