@@ -543,7 +543,13 @@ func TestApprovalWalkThroughUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	if len(res.Resent) != 0 {
 		t.Errorf("the sweeper sent again %v, but no message was lost", res.Resent)
 	}
-	if m := metricsLine(sweeper.out.String()[logged:], deployment); m == nil {
+	// The emulator copies the function's output asynchronously: the line may
+	// follow the response by a moment on a loaded machine.
+	m := metricsLine(sweeper.out.String()[logged:], deployment)
+	for deadline := time.Now().Add(5 * time.Second); m == nil && time.Now().Before(deadline); m = metricsLine(sweeper.out.String()[logged:], deployment) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m == nil {
 		t.Errorf("the sweeper wrote no metrics line for deployment %s:\n%s", deployment, sweeper.out.String()[logged:])
 	} else if m["ResentDeliveries"] != float64(len(res.Resent)) || m["OverdueDeliveries"] != float64(res.Overdue) {
 		t.Errorf("the sweeper's metrics %v disagree with its result %+v", m, res)
