@@ -87,6 +87,9 @@ type execution struct {
 	// marks are events that record what the code chose (a [Version], a timer's
 	// cancellation) rather than operations; they go last in the next write.
 	marks []worlds.Event
+	// upsertPos and upsertN number the UpsertAttributes calls: the position
+	// of the operation the latest call followed, and the calls since it.
+	upsertPos, upsertN int
 	// fns are the functions of the steps the execution's deliveries queued, for
 	// their step deliveries while it is cached.
 	fns      map[string]*captured

@@ -55,6 +55,7 @@ func TestOnWorlds(t *testing.T) {
 		{"ContinueAsNew", testContinueAsNew},
 		{"ChildContinuesAsNew", testChildContinuesAsNew},
 		{"Version", testVersion},
+		{"UpsertAttributes", testUpsertAttributes},
 		{"SelectHookBeforeTimeout", testSelectHookBeforeTimeout},
 		{"SelectTimeout", testSelectTimeout},
 		{"SelectSteps", testSelectSteps},
