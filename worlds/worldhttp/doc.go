@@ -17,7 +17,8 @@
 //	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run;
 //	              retried with the same runId, workflowName and input it returns that run, queued again if pending)
 //	runs.get      {runId}                                      -> Run
-//	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
+//	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, attributes?, limit?, cursor?} -> Page[Run]
+//	              (attributes: runs holding every key with exactly that value)
 //	runs.cancel   {runId, reason?}                             -> Run (worlds.RequestCancel: a pending run ends cancelled,
 //	              a running one gets a cancel request and a delivery that hands it to the run's code)
 //	runs.reset    {runId, to, newRunId?, reason?}              -> Run (worlds.ResetRun: the new run, made from the

@@ -332,7 +332,8 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		}
 		return h.w.GetRun(ctx, p.RunID)
 	case "runs.list":
-		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Limit: p.Limit, Cursor: p.Cursor})
+		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
+			Attributes: p.Attributes, Limit: p.Limit, Cursor: p.Cursor})
 	case "runs.cancel":
 		if err := need(runID); err != nil {
 			return nil, err
