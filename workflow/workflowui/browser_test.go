@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/cairn-go/cairn/worlds"
 )
 
 // chromium returns the browser to drive: CHROMIUM_PATH, else the test skips
@@ -156,4 +158,21 @@ func TestUIInChromium(t *testing.T) {
 		chromedp.WaitVisible(css(`#runs tr.row .badge[data-status="cancelled"]`)),
 		chromedp.WaitVisible(css(`#runs tr.row .badge[data-status="completed"]`)),
 	)
+
+	for id, tier := range map[string]string{"attr-gold": "gold", "attr-silver": "silver"} {
+		if _, err := e.world.Append(ctx, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "reports.Build", Attributes: map[string]string{"tier": tier, "team": "a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("filter the run list by attributes",
+		chromedp.Navigate(base+"#/"),
+		chromedp.WaitVisible(css(`#runs tr.row[data-run="attr-silver"]`)),
+		chromedp.SendKeys(css(`#attrs`), "team=a, tier=gold\r"),
+		chromedp.WaitNotPresent(css(`#runs tr.row[data-run="attr-silver"]`)),
+		chromedp.WaitVisible(css(`#runs tr.row[data-run="attr-gold"]`)),
+		shot("05-runs-by-attribute.png"),
+	)
+	if got := read("read the filtered rows", chromedp.TextContent(css(`#runs tbody`))); !strings.Contains(got, "tier=gold") || strings.Contains(got, "devui.Approval") {
+		t.Fatalf("rows filtered by team=a, tier=gold: %q", got)
+	}
 }

@@ -276,6 +276,22 @@ func (s *ui) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
+	// attr=KEY=VALUE, repeated: runs holding every pair.
+	for _, pair := range q["attr"] {
+		k, v, err := worlds.ParseAttributePair(pair)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		if f.Attributes == nil {
+			f.Attributes = map[string]string{}
+		}
+		if old, dup := f.Attributes[k]; dup && old != v {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("attribute %s given twice, as %q and %q", k, old, v))
+			return
+		}
+		f.Attributes[k] = v
+	}
 	page, err := s.world.ListRuns(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,6 +342,9 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/api/runs?status=stuck", "", 400},
 		{"GET", "/api/runs?limit=-1", "", 400},
 		{"GET", "/api/runs?cursor=garbage!", "", 400},
+		{"GET", "/api/runs?attr=novalue", "", 400},
+		{"GET", "/api/runs?attr=a=1&attr=a=2", "", 400},
+		{"GET", "/api/runs?attr=%01=1", "", 400},
 		{"POST", "/api/runs", "{not json", 400},
 		{"POST", "/api/runs", `{"workflow":""}`, 400},
 		{"POST", "/api/runs", `{"workflow":"x","input":1,"extra":true}`, 400},
@@ -433,5 +437,34 @@ func TestNewValidates(t *testing.T) {
 	}
 	if _, err := workflowui.ClientHandler(client, workflowui.Options{PollInterval: -1}); !errors.Is(err, worlds.ErrInvalidArgument) {
 		t.Errorf("negative PollInterval = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// GET /api/runs?attr=KEY=VALUE (repeatable) lists the runs holding every pair.
+func TestListRunsByAttributes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for id, attrs := range map[string]map[string]string{
+		"gold-a": {"tier": "gold", "team": "a"}, "gold-b": {"tier": "gold", "team": "b"}, "silver-a": {"tier": "silver", "team": "a"},
+	} {
+		if _, err := e.world.Append(context.Background(), id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "reports.Build", Attributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for query, want := range map[string]string{
+		"attr=tier=gold":               "gold-a,gold-b",
+		"attr=tier=gold&attr=team=a":   "gold-a",
+		"attr=team=a&attr=tier=bronze": "",
+	} {
+		var runs worlds.Page[worlds.Run]
+		e.call(t, "GET", "/api/runs?"+query, "", 200, &runs)
+		var ids []string
+		for _, r := range runs.Items {
+			ids = append(ids, r.RunID)
+		}
+		slices.Sort(ids)
+		if got := strings.Join(ids, ","); got != want {
+			t.Errorf("GET /api/runs?%s = %s, want %s", query, got, want)
+		}
 	}
 }

@@ -49,7 +49,9 @@ async function listPage() {
     <textarea id="input" aria-label="input" spellcheck="false">{}</textarea></div>
   <div class="card"><div class="toolbar"><label>Status <select id="status">
     <option value="">any</option><option>pending</option><option>running</option><option>completed</option><option>failed</option><option>cancelled</option>
-  </select></label></div><div id="runs"></div></div>`;
+  </select></label>
+    <label title="Runs holding every pair: key=value, separated by commas">Attributes <input id="attrs" spellcheck="false" placeholder="customer=c7, tier=gold"></label>
+  </div><div id="runs"></div></div>`;
   const {workflows} = await api("GET", "api/workflows");
   const wf = $("#wf"), input = $("#input");
   // A datalist offers the workflows of this process; any name can be typed, for
@@ -67,14 +69,22 @@ async function listPage() {
     } catch (e) { toast("Start failed: " + e.message, true); }
   };
   $("#status").onchange = refresh;
+  $("#attrs").onchange = refresh;
+  // The attributes a run shows in the list: its own, not the runtime's (cairn.*).
+  const shownAttrs = a => Object.entries(a || {}).filter(([k]) => !k.startsWith("cairn.")).sort(([x], [y]) => x < y ? -1 : 1)
+    .map(([k, v]) => `<span class="mono attr">${esc(k)}=${esc(v)}</span>`).join(" ");
   async function refresh() {
     const q = new URLSearchParams({limit: "100"});
     if ($("#status").value) q.set("status", $("#status").value);
-    const data = await api("GET", "api/runs?" + q);
-    set($("#runs"), data.items.length === 0 ? `<p class="muted">No runs yet. Start one above.</p>` :
-      `<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th></tr></thead><tbody>` +
+    const pairs = $("#attrs").value.split(",").map(p => p.trim()).filter(Boolean);
+    for (const p of pairs) q.append("attr", p);
+    let data;
+    try { data = await api("GET", "api/runs?" + q); } catch (e) { set($("#runs"), `<p class="err">${esc(e.message)}</p>`); return; }
+    const none = pairs.length || $("#status").value ? "No runs match." : "No runs yet. Start one above.";
+    set($("#runs"), data.items.length === 0 ? `<p class="muted">${none}</p>` :
+      `<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th><th>Attributes</th></tr></thead><tbody>` +
       data.items.map(r => `<tr class="row" data-run="${esc(r.runId)}"><td class="mono"><a href="#/runs/${encodeURIComponent(r.runId)}">${esc(r.runId)}</a></td>
-        <td>${esc(r.workflowName)}</td><td>${badge(r.status)}${r.blocked ? ` <span class="badge s-failed" title="${esc(r.blocked.error.message)}">blocked</span>` : ""}</td><td>${when(r.createdAt)}</td><td>${dur(r.startedAt, r.completedAt)}</td></tr>`).join("") +
+        <td>${esc(r.workflowName)}</td><td>${badge(r.status)}${r.blocked ? ` <span class="badge s-failed" title="${esc(r.blocked.error.message)}">blocked</span>` : ""}</td><td>${when(r.createdAt)}</td><td>${dur(r.startedAt, r.completedAt)}</td><td>${shownAttrs(r.attributes)}</td></tr>`).join("") +
       `</tbody></table>`);
     for (const tr of app.querySelectorAll("tr.row")) tr.onclick = e => { if (e.target.tagName !== "A") location.hash = "#/runs/" + encodeURIComponent(tr.dataset.run); };
   }
