@@ -56,6 +56,7 @@ func TestOnWorlds(t *testing.T) {
 		{"ChildContinuesAsNew", testChildContinuesAsNew},
 		{"Version", testVersion},
 		{"UpsertAttributes", testUpsertAttributes},
+		{"Query", testQuery},
 		{"SelectHookBeforeTimeout", testSelectHookBeforeTimeout},
 		{"SelectTimeout", testSelectTimeout},
 		{"SelectSteps", testSelectSteps},
