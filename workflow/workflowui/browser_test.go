@@ -137,6 +137,14 @@ func TestUIInChromium(t *testing.T) {
 		chromedp.WaitVisible(css(`.stream[data-stream="log"] pre`)),
 		shot("02-run-waiting-for-hook.png"),
 	)
+	step("query the run from the page: this UI has no workflow code, and says so",
+		chromedp.SetValue(css(`#query-name`), "state"),
+		chromedp.Click(css(`#query-send`)),
+		chromedp.WaitVisible(css(`#query-result.err`)),
+	)
+	if got := read("read the query answer", chromedp.TextContent(css(`#query-result`))); !strings.Contains(got, "Options.Runners") {
+		t.Fatalf("query panel without the code shows %q", got)
+	}
 	step("resume the hook with the page's button and see the run complete",
 		chromedp.SetValue(css(hook+` textarea`), `{"by":"the page"}`),
 		chromedp.Click(css(hook+` button.resume`)),

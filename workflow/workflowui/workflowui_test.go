@@ -38,12 +38,18 @@ type approval struct{}
 func (approval) WorkflowName() string { return "devui.Approval" }
 
 func (approval) Run(ctx workflow.Context, name string) (string, error) {
+	state := "greeting"
+	if err := workflow.SetQueryHandler(ctx, "state", func(suffix string) (string, error) { return state + suffix, nil }); err != nil {
+		return "", err
+	}
 	greeting, err := workflow.Step(ctx, "greet", func(sctx context.Context, name string) (string, error) {
 		return "hello " + name, workflow.WriteStream(sctx, "log", []byte("greeted "+name))
 	}, name)
 	if err != nil {
 		return "", err
 	}
+	state = "waiting for approval"
+
 	hook, err := workflow.CreateHook[map[string]string](ctx, workflow.HookOptions{Token: "approve-" + name})
 	if err != nil {
 		return "", err
@@ -466,5 +472,27 @@ func TestListRunsByAttributes(t *testing.T) {
 		if got := strings.Join(ids, ","); got != want {
 			t.Errorf("GET /api/runs?%s = %s, want %s", query, got, want)
 		}
+	}
+}
+
+// POST /api/runs/{id}/query answers with the run's query handler and writes
+// nothing; an unknown handler is 404, a bad argument 400, an unknown run 404.
+func TestQueryRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var started struct{ RunID string }
+	e.call(t, "POST", "/api/runs", `{"workflow":"devui.Approval","input":"query"}`, 201, &started)
+	v := e.waitFor(t, started.RunID, func(v runView) bool { return len(v.Hooks) == 1 })
+	var res struct{ Result string }
+	e.call(t, "POST", "/api/runs/"+started.RunID+"/query", `{"name":"state","arg":"!"}`, 200, &res)
+	if res.Result != "waiting for approval!" {
+		t.Fatalf("query state = %q", res.Result)
+	}
+	e.call(t, "POST", "/api/runs/"+started.RunID+"/query", `{"name":"nope"}`, 404, nil)
+	e.call(t, "POST", "/api/runs/"+started.RunID+"/query", `{"name":"state","arg":1}`, 400, nil)
+	e.call(t, "POST", "/api/runs/missing/query", `{"name":"state"}`, 404, nil)
+	after := e.waitFor(t, started.RunID, func(runView) bool { return true })
+	if after.Run.EventCount != v.Run.EventCount {
+		t.Fatalf("queries changed the log: %d events, then %d", v.Run.EventCount, after.Run.EventCount)
 	}
 }

@@ -113,6 +113,12 @@ async function runPage(id) {
   <h2>Steps</h2><div class="card timeline" id="steps"></div>
   <h2>Hooks</h2><div class="card" id="hooks"></div>
   <h2>Streams</h2><div class="card" id="streams"></div>
+  <h2>Query</h2><div class="card" id="query"><div class="toolbar">
+    <label>Handler <input id="query-name" spellcheck="false" placeholder="query name"></label>
+    <label>Argument <input id="query-arg" spellcheck="false" placeholder="JSON, e.g. {} (empty: null)"></label>
+    <button id="query-send">Query</button></div>
+    <p class="muted">Asks the run's code at its current position (workflow.SetQueryHandler); nothing is recorded.</p>
+    <pre id="query-result" hidden></pre></div>
   <h2>Events</h2><div class="card"><details id="events-box"><summary>Event log</summary><div id="events"></div></details></div>`;
   $("#cancel").onclick = async () => {
     try { await api("POST", `api/runs/${encodeURIComponent(id)}/cancel`, {}); toast("Run cancelled"); refresh(); }
@@ -134,6 +140,16 @@ async function runPage(id) {
     finally { btn.disabled = false; }
   });
   $("#events-box").ontoggle = refresh;
+  $("#query-send").onclick = async () => {
+    const out = $("#query-result"), raw = $("#query-arg").value.trim();
+    let arg = null;
+    try { if (raw) arg = JSON.parse(raw); } catch (err) { toast("Argument is not JSON: " + err.message, true); return; }
+    try {
+      const {result} = await api("POST", `api/runs/${encodeURIComponent(id)}/query`, {name: $("#query-name").value.trim(), arg});
+      out.className = ""; out.textContent = result === null ? "null" : pretty(result);
+    } catch (err) { out.className = "err"; out.textContent = err.message; }
+    out.hidden = false;
+  };
 
   async function refresh() {
     const v = await api("GET", `api/runs/${encodeURIComponent(id)}`);
