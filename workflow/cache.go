@@ -215,6 +215,19 @@ func (c *runCache) put(runID string, w worlds.World, x *execution) {
 	c.end(vs)
 }
 
+// restore puts back an execution a query took out, unless a delivery has
+// cached a newer one of the run meanwhile: that one wins, and x ends.
+func (c *runCache) restore(runID string, w worlds.World, x *execution) {
+	c.mu.Lock()
+	_, newer := c.entries[runID]
+	c.mu.Unlock()
+	if newer {
+		c.discard(x, EvictReplaced)
+		return
+	}
+	c.put(runID, w, x)
+}
+
 // step returns the function of a step the cached execution of a run queued, so a
 // step delivery need not replay the run to find it; nil when not cached.
 func (c *runCache) step(runID string, w worlds.World, stepID string) *captured {

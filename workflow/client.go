@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cairn-go/cairn/worlds"
@@ -89,6 +90,11 @@ type Config struct {
 	// RetryPolicy is the retry policy of steps called without [WithRetry]; nil
 	// means [DefaultRetryPolicy] (3 attempts). [NewClient] rejects a bad one.
 	RetryPolicy *RetryPolicy
+	// Workflows are the workflows whose code the client runs outside
+	// deliveries, to answer [Query] (worlds.Runners(workflow.Use(...), ...)).
+	// A process that runs deliveries through [Client.Runner] or
+	// [Client.Serve] needs none: their runners are added. Nil: none.
+	Workflows worlds.Runner
 }
 
 // engine is the validated runtime configuration.
@@ -216,6 +222,9 @@ func (randomIDs) NewID() string {
 // Client starts and inspects runs, and runs deliveries with its configuration.
 type Client struct {
 	eng *engine
+
+	mu    sync.Mutex
+	known []worlds.Runner // runners whose code answers queries
 }
 
 // NewClient validates cfg and returns a client. It does not contact the World.
@@ -227,7 +236,9 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{eng: e}, nil
+	c := &Client{eng: e}
+	c.know(cfg.Workflows)
+	return c, nil
 }
 
 // World returns the client's World.
@@ -236,7 +247,10 @@ func (c *Client) World() worlds.World { return c.eng.world }
 // Runner wraps r so its deliveries run with this client's configuration (clock,
 // logger, observer, limits). Use it when handing runners to a World's worker entry
 // point yourself.
-func (c *Client) Runner(r worlds.Runner) worlds.Runner { return &configured{inner: r, eng: c.eng} }
+func (c *Client) Runner(r worlds.Runner) worlds.Runner {
+	c.know(r)
+	return &configured{inner: r, eng: c.eng}
+}
 
 // Serve runs the client's World's deliveries with runners until ctx ends. The World
 // must implement [worlds.Server] (the embedded World does). When it returns, the

@@ -315,7 +315,9 @@ func (e *engine) end(ctx context.Context, info Info, x *execution, head []worlds
 	}
 	// A Version marker the code chose since its last write is not needed by any
 	// replay once the run has ended, but a timer's cancellation is recorded
-	// with the end: the wait must not stay waiting, and its wake-up is withdrawn.
+	// with the end (the wait must not stay waiting, and its wake-up is
+	// withdrawn), and so are attributes the code upserted: the run is found by
+	// them after its end.
 	cancels := x.cancelMarks()
 	tail := slices.Concat(cancels, pre, []worlds.Event{ev})
 	if c == nil {
@@ -395,17 +397,17 @@ func (e *engine) finish(ctx context.Context, info Info, run worlds.Run, pre []wo
 	return e.ended(ctx, info, run, tail, cause)
 }
 
-// cancelMarks returns the cancellations of timers among the marks of an
-// execution that returned, for the run's final write: those of waits in the
+// cancelMarks returns the marks of an execution that returned that go with
+// the run's final write: the cancellations of timers whose waits are in the
 // log (a timer created and cancelled since the last write has no wait, and no
-// wake-up, to cancel).
+// wake-up, to cancel), and the attributes it upserted.
 func (x *execution) cancelMarks() []worlds.Event {
 	if x.outcome() != outReturned {
 		return nil
 	}
 	var out []worlds.Event
 	for _, m := range x.marks {
-		if m.Type == worlds.EventWaitCompleted && m.Reason == worlds.WaitCancelled && x.hist.byID[m.CorrelationID] != nil {
+		if m.Type == worlds.EventWaitCompleted && m.Reason == worlds.WaitCancelled && x.hist.byID[m.CorrelationID] != nil || isUpsert(m) {
 			out = append(out, m)
 		}
 	}

@@ -90,11 +90,11 @@ func advancing(t worlds.EventType) bool {
 }
 
 // marked reports whether ev is a mark only workflow code writes: a Version
-// record or a timer's cancellation.
+// record, an UpsertAttributes record or a timer's cancellation.
 func marked(ev worlds.Event) bool {
 	switch ev.Type {
 	case worlds.EventAttributesSet:
-		return versionsOf(ev.Attributes, nil)
+		return isUpsert(ev) || versionsOf(ev.Attributes, nil)
 	case worlds.EventWaitCompleted:
 		return ev.Reason == worlds.WaitCancelled
 	}

@@ -32,6 +32,9 @@ const (
 	modeAdvance execMode = iota
 	// modeCapture replays until the workflow calls the target step, to get its function.
 	modeCapture
+	// modeQuery replays to the run's current position and parks there, writing
+	// nothing, so a query handler can read the code's state (see [Query]).
+	modeQuery
 )
 
 type outcomeKind int
@@ -87,6 +90,11 @@ type execution struct {
 	// marks are events that record what the code chose (a [Version], a timer's
 	// cancellation) rather than operations; they go last in the next write.
 	marks []worlds.Event
+	// upsertPos and upsertN number the UpsertAttributes calls: the position
+	// of the operation the latest call followed, and the calls since it.
+	upsertPos, upsertN int
+	// queries are the query handlers the code set, by name ([SetQueryHandler]).
+	queries map[string]queryFunc
 	// fns are the functions of the steps the execution's deliveries queued, for
 	// their step deliveries while it is cached.
 	fns map[string]*captured
@@ -145,7 +153,7 @@ func newExecution(rt *engine, w worlds.World, hist *history, mode execMode, targ
 	} else {
 		e.now = hist.run.CreatedAt
 	}
-	e.replaying.Store(mode == modeCapture || e.consumed < hist.newest)
+	e.replaying.Store(mode != modeAdvance || e.consumed < hist.newest)
 	return e
 }
 
@@ -335,6 +343,13 @@ func (e *execution) consume(ev *worlds.Event) {
 // go on, so the execution parks until a delivery resumes it with more history (the
 // caller then looks again) or aborts it.
 func (e *execution) block() {
+	if e.mode == modeQuery {
+		// The run's current position: the query reads the code's state here,
+		// then aborts the execution. Deferred functions of the code must not run
+		// before, so it parks rather than stops.
+		e.park(outSuspended)
+		return
+	}
 	e.replaying.Store(false)
 	if e.mode == modeCapture {
 		e.stop(outSuspended, nil)

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,10 @@ type history struct {
 	signals map[string][]worlds.Event
 	// versions are the versions of changes the run recorded ([Version]).
 	versions map[string]int
+	// upserts are the correlation IDs of the recorded UpsertAttributes calls,
+	// and attrs the run's attributes as far as the history goes.
+	upserts map[string]bool
+	attrs   map[string]string
 	// cancelSeq is the Seq of the run's first cancel request (0: none), and
 	// cancelReason its reason: operations resolved after it are interrupted.
 	cancelSeq    int64
@@ -107,7 +112,8 @@ type history struct {
 const eventOverhead = 320
 
 func buildHistory(run worlds.Run, events []worlds.Event) *history {
-	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}, waiting: map[string]*record{}, versions: map[string]int{}}
+	h := &history{run: run, byID: map[string]*record{}, byPos: map[int]*record{}, waiting: map[string]*record{}, versions: map[string]int{},
+		upserts: map[string]bool{}, attrs: maps.Clone(run.Attributes)}
 	h.apply(events)
 	return h
 }
@@ -142,6 +148,13 @@ func (h *history) add(ev *worlds.Event) {
 		return
 	case worlds.EventAttributesSet:
 		versionsOf(ev.Attributes, h.versions)
+		if ev.CorrelationID != "" {
+			h.upserts[ev.CorrelationID] = true
+		}
+		if h.attrs == nil {
+			h.attrs = map[string]string{}
+		}
+		maps.Copy(h.attrs, ev.Attributes)
 		if r, ok := ev.Attributes[worlds.AttrCancelRequested]; ok && h.cancelSeq == 0 {
 			h.cancelSeq, h.cancelReason = ev.Seq, r
 		}

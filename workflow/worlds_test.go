@@ -55,6 +55,8 @@ func TestOnWorlds(t *testing.T) {
 		{"ContinueAsNew", testContinueAsNew},
 		{"ChildContinuesAsNew", testChildContinuesAsNew},
 		{"Version", testVersion},
+		{"UpsertAttributes", testUpsertAttributes},
+		{"Query", testQuery},
 		{"SelectHookBeforeTimeout", testSelectHookBeforeTimeout},
 		{"SelectTimeout", testSelectTimeout},
 		{"SelectSteps", testSelectSteps},

@@ -35,6 +35,9 @@ const (
 	EventWaitCreated   EventType = "wait_created"   // ResumeAt
 	EventWaitCompleted EventType = "wait_completed" // Reason: "" or WaitCancelled
 
+	// EventAttributesSet merges Attributes into the run's attributes. It may
+	// carry a correlation ID, which names the workflow.UpsertAttributes call it
+	// records, so a replay knows the call is recorded already.
 	EventAttributesSet EventType = "attributes_set" // Attributes (merged into the run's attributes)
 
 	// EventSignalReceived buffers a signal sent to the run: its correlation ID is
@@ -153,7 +156,7 @@ func (e *Event) Validate() error {
 	if e.Type.Correlated() && e.CorrelationID == "" {
 		return invalid(e, "correlationId", "required for "+string(e.Type))
 	}
-	if !e.Type.Correlated() && e.CorrelationID != "" {
+	if !e.Type.Correlated() && e.CorrelationID != "" && e.Type != EventAttributesSet {
 		return invalid(e, "correlationId", "must be empty for "+string(e.Type))
 	}
 	if len(e.CorrelationID) > 256 {

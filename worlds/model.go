@@ -223,8 +223,12 @@ type RunFilter struct {
 	Status        RunStatus // empty: every status
 	CreatedAfter  time.Time // zero: no lower bound (exclusive)
 	CreatedBefore time.Time // zero: no upper bound (exclusive)
-	Limit         int
-	Cursor        string
+	// Attributes selects runs whose [Run.Attributes] hold every pair with exactly
+	// that value; empty: no attribute filter. [ValidateAttributeFilter] bounds it.
+	// Every World serves it from an index, so it does not scan the runs.
+	Attributes map[string]string
+	Limit      int
+	Cursor     string
 }
 
 // HookFilter selects hooks for [World.ListHooks]. Hooks are listed newest first.

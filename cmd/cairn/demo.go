@@ -87,11 +87,17 @@ func progress(ctx context.Context, format string, args ...any) error {
 // Run implements workflow.Workflow.
 func (w FulfilOrder) Run(ctx workflow.Context, o Order) (Receipt, error) {
 	retry := workflow.WithRetry(workflow.RetryPolicy{MaxAttempts: 3, InitialInterval: 300 * time.Millisecond})
+	// cairn runs query RUN stage (or the run page's Query panel) reads it.
+	stage := "reserving stock"
+	if err := workflow.SetQueryHandler(ctx, "stage", func(struct{}) (string, error) { return stage, nil }); err != nil {
+		return Receipt{}, err
+	}
 	if _, err := workflow.Step(ctx, "reserve stock", func(sctx context.Context, o Order) (int, error) {
 		return len(o.Items), progress(sctx, "reserved %d items for %s", len(o.Items), o.ID)
 	}, o, retry); err != nil {
 		return Receipt{}, err
 	}
+	stage = "charging the card"
 	chargeID, err := workflow.Step(ctx, "charge card", func(sctx context.Context, o Order) (string, error) {
 		info, _ := workflow.InfoFrom(sctx)
 		if w.charges.next() == 1 {
@@ -109,6 +115,7 @@ func (w FulfilOrder) Run(ctx workflow.Context, o Order) (Receipt, error) {
 	}, w.packing); err != nil {
 		return Receipt{}, err
 	}
+	stage = "waiting for the packing window"
 	if err := workflow.Sleep(ctx, w.packing); err != nil {
 		return Receipt{}, err
 	}
@@ -124,10 +131,12 @@ func (w FulfilOrder) Run(ctx workflow.Context, o Order) (Receipt, error) {
 	}, hook.Token); err != nil {
 		return Receipt{}, err
 	}
+	stage = "waiting for the warehouse to confirm"
 	conf, err := hook.Receive(ctx)
 	if err != nil {
 		return Receipt{}, err
 	}
+	stage = "shipping"
 	tracking, err := workflow.Step(ctx, "ship", func(sctx context.Context, c Confirmation) (string, error) {
 		t := "1Z" + o.ID
 		return t, progress(sctx, "shipped %d box(es) packed by %s, tracking %s", c.Boxes, c.Packer, t)

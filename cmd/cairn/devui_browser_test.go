@@ -162,6 +162,16 @@ func TestDevUIInChromium(t *testing.T) {
 		t.Fatalf("live stream shows %q", text)
 	}
 
+	step("ask the waiting run its stage with the Query panel",
+		chromedp.SetValue(css(`#query-name`), "stage"),
+		chromedp.Click(css(`#query-send`)),
+		chromedp.WaitVisible(css(`#query-result:not([hidden])`)),
+		shot("02b-run-queried.png"),
+	)
+	if text := read("read the query answer", chromedp.TextContent(css(`#query-result`))); !strings.Contains(text, "waiting for the warehouse to confirm") {
+		t.Fatalf("the stage query answered %q", text)
+	}
+
 	step("resume the hook with the page's button and see the run complete",
 		chromedp.SetValue(css(hook+` textarea`), `{"packer":"Dana","boxes":2}`),
 		chromedp.Click(css(hook+` button.resume`)),

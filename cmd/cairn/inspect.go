@@ -22,6 +22,7 @@ const inspectUsage = `usage: cairn inspect <runs|run ID|steps ID|events ID|hooks
            (--table defaults to $WORKFLOW_TABLE; DYNAMODB_ENDPOINT points at
            DynamoDB Local or another endpoint; credentials as for the AWS CLI)
   Filters: --workflow NAME --status STATUS --since T --until T (RFC 3339 or a duration ago, e.g. 2h)
+           --attr KEY=VALUE (runs; repeatable: every pair must match exactly)
            --run ID (hooks) --name STREAM --from N (streams: print chunks)
   Paging:  --limit N --cursor C --all
   Output:  --json
@@ -42,6 +43,27 @@ type inspectOptions struct {
 	limit      int
 	cursor     string
 	all        bool
+	attrs      attrFlag
+}
+
+// attrFlag collects repeated --attr KEY=VALUE flags.
+type attrFlag map[string]string
+
+func (f *attrFlag) String() string { return fmt.Sprint(map[string]string(*f)) }
+
+func (f *attrFlag) Set(s string) error {
+	k, v, err := worlds.ParseAttributePair(s)
+	if err != nil {
+		return err
+	}
+	if *f == nil {
+		*f = attrFlag{}
+	}
+	if old, dup := (*f)[k]; dup && old != v {
+		return fmt.Errorf("%s given twice, as %q and %q: a run has one value per key", k, old, v)
+	}
+	(*f)[k] = v
+	return nil
 }
 
 // usageError is bad command-line input: it exits 2 instead of 1.
@@ -138,6 +160,7 @@ func inspectWith(ctx context.Context, args []string, stdout io.Writer, getenv fu
 	fs.IntVar(&o.limit, "limit", 0, fmt.Sprintf("page size (default %d, at most %d)", worlds.DefaultPageSize, worlds.MaxPageSize))
 	fs.StringVar(&o.cursor, "cursor", "", "continue a listing from the cursor a previous page printed")
 	fs.BoolVar(&o.all, "all", false, "fetch every page")
+	fs.Var(&o.attrs, "attr", "runs: only runs with attribute KEY=VALUE (repeatable)")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(stdout, inspectUsage)
@@ -168,6 +191,12 @@ func inspectWith(ctx context.Context, args []string, stdout io.Writer, getenv fu
 	}
 	if o.all && o.cursor != "" {
 		return usageErrorf("--all and --cursor exclude each other")
+	}
+	if len(o.attrs) > 0 && what != "runs" {
+		return usageErrorf("--attr filters runs, not %s", what)
+	}
+	if err := worlds.ValidateAttributeFilter(o.attrs); err != nil {
+		return usageErrorf("--attr: %v", err)
 	}
 	if o.status != "" {
 		if what == "hooks" {
@@ -213,7 +242,7 @@ func inspectWorld(ctx context.Context, in *inspector, what string, rest []string
 		return listPages(ctx, in, "runs", func(ctx context.Context, cursor string) (worlds.Page[worlds.Run], error) {
 			return w.ListRuns(ctx, worlds.RunFilter{
 				WorkflowName: o.workflow, Status: worlds.RunStatus(o.status),
-				CreatedAfter: since, CreatedBefore: until, Limit: o.limit, Cursor: cursor,
+				CreatedAfter: since, CreatedBefore: until, Attributes: o.attrs, Limit: o.limit, Cursor: cursor,
 			})
 		}, printRuns)
 	case "hooks":

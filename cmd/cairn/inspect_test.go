@@ -41,6 +41,7 @@ func seedWorld(t *testing.T) string {
 	appendAll(t, w, "run-bad",
 		worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "orders.Fulfil", Input: json.RawMessage(`{"id":"o2"}`)},
 		worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"customer": "c7", "tier": "gold"}},
 		worlds.Event{Type: worlds.EventRunFailed, Error: &worlds.ErrorInfo{Message: "card declined", Fatal: true}},
 	)
 	appendAll(t, w, "run-wait",
@@ -95,6 +96,9 @@ func TestInspect(t *testing.T) {
 		{"runs by status", []string{"runs", "--status=failed"}, []string{"run-bad"}, []string{"run-ok", "run-wait"}},
 		{"runs since an hour ago", []string{"runs", "--since", "1h"}, []string{"run-ok", "run-bad", "run-wait"}, nil},
 		{"runs until long ago", []string{"runs", "--until", "2000-01-01"}, []string{"no runs"}, []string{"run-ok"}},
+		{"runs by attribute", []string{"runs", "--attr", "customer=c7"}, []string{"run-ok", "run-bad"}, []string{"run-wait"}},
+		{"runs by two attributes", []string{"runs", "--attr", "customer=c7", "--attr=tier=gold"}, []string{"run-bad"}, []string{"run-ok", "run-wait"}},
+		{"runs by attribute, none", []string{"runs", "--attr", "customer=c8"}, []string{"no runs"}, []string{"run-ok"}},
 		{"runs one page", []string{"runs", "--limit", "1"}, []string{"run-wait", "next page: --cursor "}, []string{"run-ok", "run-bad"}},
 		{"runs all pages", []string{"runs", "--limit", "1", "--all"}, []string{"run-wait", "run-bad", "run-ok"}, []string{"next page"}},
 		{"run", []string{"run", "run-ok"}, []string{"Status:", "completed", `{"tracking":"1Z"}`, "Attribute customer:", "c7"}, nil},
@@ -289,5 +293,26 @@ func TestInspectProgressGoesToItsWriterOnly(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "\r") || strings.Count(out.String(), "run-") != 3 {
 		t.Errorf("stdout %q: want the three runs and no progress", out.String())
+	}
+}
+
+// A malformed --attr is bad usage (exit 2), named in the message.
+func TestInspectAttrUsage(t *testing.T) {
+	t.Parallel()
+	db := seedWorld(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"runs", "--attr", "customer"}, "want key=value"},
+		{[]string{"runs", "--attr", "=c7"}, "want key=value"},
+		{[]string{"runs", "--attr", "a=1", "--attr", "a=2"}, "a given twice"},
+		{[]string{"runs", "--attr", "a\x01=1"}, "control characters"},
+		{[]string{"hooks", "--attr", "a=1"}, "--attr filters runs, not hooks"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"inspect", "--db", db}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("inspect %q: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
 	}
 }

@@ -42,7 +42,7 @@ var commands = []command{
 	{"dev", "serve the embedded World with the demo workflows and the web UI", devUsage, dev},
 	{"ui", "serve the web UI over an existing World (--db or --aws)", uiUsage, uiCmd},
 	{"inspect", "show runs, steps, events, hooks and streams of a World", inspectUsage, inspect},
-	{"runs", "start, reset or signal a run on a deployment (signed for an AWS_IAM Function URL)", runsUsage, runsCommand},
+	{"runs", "start, reset, signal or query a run on a deployment (signed for an AWS_IAM Function URL)", runsUsage, runsCommand},
 	{"hooks", "list a deployment's hooks with their URLs, resume one by URL or token", hooksUsage, hooksCommand},
 	{"sweep", "send again the AWS World's deliveries whose SQS message is gone", sweepUsage, sweepCommand},
 	{"redrive", "move dead-lettered deliveries back to their queues", redriveUsage, redriveCommand},

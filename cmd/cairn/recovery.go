@@ -20,8 +20,10 @@ The World comes from the WORKFLOW_* variables (eval "$(terraform output -raw cli
   --dry-run       list what a sweep would send, send nothing
   --limit N       send at most N deliveries
   --index-legacy  first index the queue records written by a cairn version older
-                  than the sharded list index, so the sweep sees them (once after
-                  upgrading; reads the whole table and needs dynamodb:Scan)`
+                  than the sharded list index, so the sweep sees them, and the
+                  attributes of runs written before the attrs index, so listings
+                  by attribute find them (once after upgrading; reads the whole
+                  table and needs dynamodb:Scan)`
 
 const redriveUsage = `usage: cairn redrive --dlq URL [--aws] [--region R] [--max N] [--json]
 Moves dead-lettered deliveries from the dead-letter queue at URL back to the
@@ -62,7 +64,7 @@ func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	fs.BoolVar(&awsFlag, "aws", true, "the AWS World (the only one with a sweeper)")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "send nothing")
 	fs.IntVar(&opts.Limit, "limit", 0, "send at most N")
-	fs.BoolVar(&indexLegacy, "index-legacy", false, "index legacy queue records first")
+	fs.BoolVar(&indexLegacy, "index-legacy", false, "index legacy queue records and run attributes first")
 	fs.BoolVar(&jsonOut, "json", false, "print JSON")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -89,6 +91,12 @@ func sweepErr(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		}
 		if !jsonOut {
 			fmt.Fprintf(stdout, "%d legacy queue records indexed\n", n)
+		}
+		if n, err = w.IndexRunAttributes(ctx); err != nil {
+			return err
+		}
+		if !jsonOut {
+			fmt.Fprintf(stdout, "attributes of %d runs indexed\n", n)
 		}
 	}
 	res, err := w.Sweep(ctx, opts)

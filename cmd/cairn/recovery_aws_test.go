@@ -81,7 +81,7 @@ func TestRedriveAndSweepOnTheAWSWorld(t *testing.T) {
 	if err := sweepErr(ctx, []string{"--dry-run", "--index-legacy"}, &out, getenv); err != nil {
 		t.Fatalf("sweep --index-legacy: %v", err)
 	}
-	if !strings.Contains(out.String(), "0 legacy queue records indexed") || !strings.Contains(out.String(), "would send again") {
+	if !strings.Contains(out.String(), "0 legacy queue records indexed") || !strings.Contains(out.String(), "runs indexed") || !strings.Contains(out.String(), "would send again") {
 		t.Errorf("sweep --index-legacy printed %q", out.String())
 	}
 	if err := redriveErr(ctx, []string{"--aws"}, &out, getenv); err == nil {

@@ -26,6 +26,7 @@ import (
 const runsUsage = `usage: cairn runs start WORKFLOW [--input JSON] [--run-id ID] [remote flags]
        cairn runs reset RUN --to SEQ|last-step [--new-run-id ID] [--reason R] [remote flags]
        cairn runs signal RUN NAME [JSON] [remote flags]
+` + runsQueryUsage + `
 start starts a run through a deployment's RPC endpoint and prints it as JSON.
   --input JSON   the run's input (default null)
   --run-id ID    start under this ID; retrying with the same ID and input returns the run
@@ -38,6 +39,7 @@ copied steps instead of running them again. A live RUN ends, linked to the new r
 signal sends RUN the signal NAME with the payload JSON (default null) and prints
 the run; the run's code reads it with workflow.NewSignalChannel(ctx, NAME), and
 a signal sent before the code reads it waits in the run's log.
+` + runsQueryHelp + `
 Remote flags: --url URL (default $CAIRN_URL: the deploy/aws api_url output, ending in
   /v1/workflow) --region R (default $AWS_REGION, else the Function URL's region)
   --no-sign (a local server such as cairn dev, which takes unsigned requests)`
@@ -282,8 +284,11 @@ func runsErr(ctx context.Context, args []string, stdout io.Writer, getenv func(s
 	if args[0] == "signal" {
 		return runsSignal(ctx, args[1:], stdout, getenv)
 	}
+	if args[0] == "query" {
+		return runsQuery(ctx, args[1:], stdout, getenv)
+	}
 	if args[0] != "start" {
-		return usageErrorf("unknown subcommand %q: want start, reset or signal", args[0])
+		return usageErrorf("unknown subcommand %q: want start, reset, signal or query", args[0])
 	}
 	var rf remoteFlags
 	var input, runID string

@@ -2,6 +2,7 @@ package workflowprom
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -133,6 +134,16 @@ type runner struct {
 }
 
 func (r *runner) Workflows() []string { return r.inner.Workflows() }
+
+// Query forwards a query to the wrapped runner (see [worlds.Querier]), so
+// queries reach the workflow's code through the wrapper; it adds nothing.
+func (r *runner) Query(ctx context.Context, w worlds.World, run worlds.Run, name string, arg json.RawMessage) (json.RawMessage, error) {
+	q, ok := r.inner.(worlds.Querier)
+	if !ok {
+		return nil, fmt.Errorf("%w: the runner of %q (%T) does not answer queries", worlds.ErrNoRunner, run.WorkflowName, r.inner)
+	}
+	return q.Query(ctx, w, run, name, arg)
+}
 
 func (r *runner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
 	kind := string(d.Input.Kind)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/cairn-go/cairn/worlds"
 )
 
 // chromium returns the browser to drive: CHROMIUM_PATH, else the test skips
@@ -135,6 +137,14 @@ func TestUIInChromium(t *testing.T) {
 		chromedp.WaitVisible(css(`.stream[data-stream="log"] pre`)),
 		shot("02-run-waiting-for-hook.png"),
 	)
+	step("query the run from the page: this UI has no workflow code, and says so",
+		chromedp.SetValue(css(`#query-name`), "state"),
+		chromedp.Click(css(`#query-send`)),
+		chromedp.WaitVisible(css(`#query-result.err`)),
+	)
+	if got := read("read the query answer", chromedp.TextContent(css(`#query-result`))); !strings.Contains(got, "Options.Runners") {
+		t.Fatalf("query panel without the code shows %q", got)
+	}
 	step("resume the hook with the page's button and see the run complete",
 		chromedp.SetValue(css(hook+` textarea`), `{"by":"the page"}`),
 		chromedp.Click(css(hook+` button.resume`)),
@@ -156,4 +166,21 @@ func TestUIInChromium(t *testing.T) {
 		chromedp.WaitVisible(css(`#runs tr.row .badge[data-status="cancelled"]`)),
 		chromedp.WaitVisible(css(`#runs tr.row .badge[data-status="completed"]`)),
 	)
+
+	for id, tier := range map[string]string{"attr-gold": "gold", "attr-silver": "silver"} {
+		if _, err := e.world.Append(ctx, id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "reports.Build", Attributes: map[string]string{"tier": tier, "team": "a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("filter the run list by attributes",
+		chromedp.Navigate(base+"#/"),
+		chromedp.WaitVisible(css(`#runs tr.row[data-run="attr-silver"]`)),
+		chromedp.SendKeys(css(`#attrs`), "team=a, tier=gold\r"),
+		chromedp.WaitNotPresent(css(`#runs tr.row[data-run="attr-silver"]`)),
+		chromedp.WaitVisible(css(`#runs tr.row[data-run="attr-gold"]`)),
+		shot("05-runs-by-attribute.png"),
+	)
+	if got := read("read the filtered rows", chromedp.TextContent(css(`#runs tbody`))); !strings.Contains(got, "tier=gold") || strings.Contains(got, "devui.Approval") {
+		t.Fatalf("rows filtered by team=a, tier=gold: %q", got)
+	}
 }

@@ -1,7 +1,8 @@
 // Package workflowui is a web UI for durable workflows, as an http.Handler you
 // mount in your own process over any [worlds.World]: plain HTML, CSS and
 // JavaScript embedded in the binary, and the JSON API they call. It lists runs
-// with live status, shows a run's steps as a timeline with attempts, durations,
+// with live status, filtered by status and by search attributes (key=value
+// pairs every listed run holds; GET api/runs?attr=KEY=VALUE, repeatable), shows a run's steps as a timeline with attempts, durations,
 // errors, inputs and outputs, resumes hooks with a JSON payload, follows streams
 // live (server-sent events), cancels runs and starts them again.
 //

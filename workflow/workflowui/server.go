@@ -136,6 +136,7 @@ func Handler(w worlds.World, opts Options) (http.Handler, error) {
 	s.mux.HandleFunc("POST /api/runs/{id}/cancel", s.cancelRun)
 	s.mux.HandleFunc("POST /api/runs/{id}/rerun", s.rerun)
 	s.mux.HandleFunc("POST /api/runs/{id}/signal", s.signalRun)
+	s.mux.HandleFunc("POST /api/runs/{id}/query", s.queryRun)
 	s.mux.HandleFunc("GET /api/runs/{id}/streams/{name}", s.followStream)
 	s.mux.HandleFunc("POST /api/hooks/{id}/resume", s.resumeHook)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -276,6 +277,22 @@ func (s *ui) listRuns(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.Limit = n
+	}
+	// attr=KEY=VALUE, repeated: runs holding every pair.
+	for _, pair := range q["attr"] {
+		k, v, err := worlds.ParseAttributePair(pair)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		if f.Attributes == nil {
+			f.Attributes = map[string]string{}
+		}
+		if old, dup := f.Attributes[k]; dup && old != v {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("attribute %s given twice, as %q and %q", k, old, v))
+			return
+		}
+		f.Attributes[k] = v
 	}
 	page, err := s.world.ListRuns(r.Context(), f)
 	if err != nil {
@@ -493,6 +510,40 @@ func (s *ui) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// queryRequest is the body of POST /api/runs/{id}/query.
+type queryRequest struct {
+	Name string          `json:"name"`
+	Arg  json.RawMessage `json:"arg"`
+}
+
+// queryRun answers a query of the run with its code: through the client
+// (whose run cache may hold the run) when it knows the workflow, else with
+// Options.Runners. It writes nothing to the World.
+func (s *ui) queryRun(w http.ResponseWriter, r *http.Request) {
+	var req queryRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, bodyStatus(err), err)
+		return
+	}
+	id := r.PathValue("id")
+	var out json.RawMessage
+	err := worlds.ErrNoRunner
+	if s.opts.Client != nil {
+		out, err = workflow.Query[json.RawMessage](r.Context(), s.opts.Client, id, req.Name, req.Arg)
+	}
+	if errors.Is(err, worlds.ErrNoRunner) && s.opts.Runners != nil {
+		out, err = worlds.QueryRun(r.Context(), s.world, s.opts.Runners, id, req.Name, req.Arg)
+	}
+	if errors.Is(err, worlds.ErrNoRunner) && !errors.Is(err, worlds.ErrInvalidArgument) {
+		err = fmt.Errorf("%w: queries run the workflow's code, and this UI has none for this run (set Options.Runners)", err)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]json.RawMessage{"result": out})
 }
 
 // runnable reports whether runs of the workflow can be started from here.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,12 +38,18 @@ type approval struct{}
 func (approval) WorkflowName() string { return "devui.Approval" }
 
 func (approval) Run(ctx workflow.Context, name string) (string, error) {
+	state := "greeting"
+	if err := workflow.SetQueryHandler(ctx, "state", func(suffix string) (string, error) { return state + suffix, nil }); err != nil {
+		return "", err
+	}
 	greeting, err := workflow.Step(ctx, "greet", func(sctx context.Context, name string) (string, error) {
 		return "hello " + name, workflow.WriteStream(sctx, "log", []byte("greeted "+name))
 	}, name)
 	if err != nil {
 		return "", err
 	}
+	state = "waiting for approval"
+
 	hook, err := workflow.CreateHook[map[string]string](ctx, workflow.HookOptions{Token: "approve-" + name})
 	if err != nil {
 		return "", err
@@ -341,6 +348,9 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/api/runs?status=stuck", "", 400},
 		{"GET", "/api/runs?limit=-1", "", 400},
 		{"GET", "/api/runs?cursor=garbage!", "", 400},
+		{"GET", "/api/runs?attr=novalue", "", 400},
+		{"GET", "/api/runs?attr=a=1&attr=a=2", "", 400},
+		{"GET", "/api/runs?attr=%01=1", "", 400},
 		{"POST", "/api/runs", "{not json", 400},
 		{"POST", "/api/runs", `{"workflow":""}`, 400},
 		{"POST", "/api/runs", `{"workflow":"x","input":1,"extra":true}`, 400},
@@ -433,5 +443,56 @@ func TestNewValidates(t *testing.T) {
 	}
 	if _, err := workflowui.ClientHandler(client, workflowui.Options{PollInterval: -1}); !errors.Is(err, worlds.ErrInvalidArgument) {
 		t.Errorf("negative PollInterval = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// GET /api/runs?attr=KEY=VALUE (repeatable) lists the runs holding every pair.
+func TestListRunsByAttributes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for id, attrs := range map[string]map[string]string{
+		"gold-a": {"tier": "gold", "team": "a"}, "gold-b": {"tier": "gold", "team": "b"}, "silver-a": {"tier": "silver", "team": "a"},
+	} {
+		if _, err := e.world.Append(context.Background(), id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "reports.Build", Attributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for query, want := range map[string]string{
+		"attr=tier=gold":               "gold-a,gold-b",
+		"attr=tier=gold&attr=team=a":   "gold-a",
+		"attr=team=a&attr=tier=bronze": "",
+	} {
+		var runs worlds.Page[worlds.Run]
+		e.call(t, "GET", "/api/runs?"+query, "", 200, &runs)
+		var ids []string
+		for _, r := range runs.Items {
+			ids = append(ids, r.RunID)
+		}
+		slices.Sort(ids)
+		if got := strings.Join(ids, ","); got != want {
+			t.Errorf("GET /api/runs?%s = %s, want %s", query, got, want)
+		}
+	}
+}
+
+// POST /api/runs/{id}/query answers with the run's query handler and writes
+// nothing; an unknown handler is 404, a bad argument 400, an unknown run 404.
+func TestQueryRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var started struct{ RunID string }
+	e.call(t, "POST", "/api/runs", `{"workflow":"devui.Approval","input":"query"}`, 201, &started)
+	v := e.waitFor(t, started.RunID, func(v runView) bool { return len(v.Hooks) == 1 })
+	var res struct{ Result string }
+	e.call(t, "POST", "/api/runs/"+started.RunID+"/query", `{"name":"state","arg":"!"}`, 200, &res)
+	if res.Result != "waiting for approval!" {
+		t.Fatalf("query state = %q", res.Result)
+	}
+	e.call(t, "POST", "/api/runs/"+started.RunID+"/query", `{"name":"nope"}`, 404, nil)
+	e.call(t, "POST", "/api/runs/"+started.RunID+"/query", `{"name":"state","arg":1}`, 400, nil)
+	e.call(t, "POST", "/api/runs/missing/query", `{"name":"state"}`, 404, nil)
+	after := e.waitFor(t, started.RunID, func(runView) bool { return true })
+	if after.Run.EventCount != v.Run.EventCount {
+		t.Fatalf("queries changed the log: %d events, then %d", v.Run.EventCount, after.Run.EventCount)
 	}
 }

@@ -18,8 +18,9 @@ type HTTPOption func(*worldhttp.Options)
 // a start's input against its workflow's input type before the run is
 // created. Any other name is refused with 400 and a *[worlds.UnknownWorkflowError]
 // naming the known ones, instead of a run that stays pending while the worker
-// fails every delivery of it. The runners only validate here; the handler
-// never runs them.
+// fails every delivery of it. The runners also answer runs.query, by
+// replaying the run with their code in the API function and writing nothing;
+// the handler never runs their deliveries.
 func WithWorkflows(runners worlds.Runner) HTTPOption {
 	return func(o *worldhttp.Options) { o.Workflows = runners }
 }

@@ -230,6 +230,9 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	if f.Status != "" && !f.Status.Valid() {
 		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "Status", Value: f.Status, Reason: "unknown run status"}
 	}
+	if err := worlds.ValidateAttributeFilter(f.Attributes); err != nil {
+		return worlds.Page[worlds.Run]{}, err
+	}
 	q := indexQuery{index: indexList, pkAttr: attrListPK, skAttr: attrListSK, status: string(f.Status)}
 	shardPK, legacy := runsShardPK, legacyRunsPK
 	if f.WorkflowName != "" {
@@ -245,6 +248,9 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	}
 	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
 		return worlds.Page[worlds.Run]{Items: []worlds.Run{}}, nil // an empty interval
+	}
+	if len(f.Attributes) > 0 {
+		return w.listByAttributes(ctx, f, limit, q)
 	}
 	pks, err := w.shardPKs(ctx, shardPK)
 	if err != nil {

@@ -215,7 +215,7 @@ func attrSize(v types.AttributeValue) int {
 	return 8
 }
 
-// CreateTable creates the World's table, with the list and list_group indexes,
+// CreateTable creates the World's table, with the list, list_group and attrs indexes,
 // billed on demand, and waits until it is active. It is meant for tests and
 // DynamoDB Local; production tables come from the Terraform module.
 func CreateTable(ctx context.Context, client *dynamodb.Client, name string) error {
@@ -234,11 +234,14 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 			{AttributeName: aws.String(attrListSK), AttributeType: str},
 			{AttributeName: aws.String(attrGroupPK), AttributeType: str},
 			{AttributeName: aws.String(attrGroupSK), AttributeType: str},
+			{AttributeName: aws.String(attrAttrPK), AttributeType: str},
+			{AttributeName: aws.String(attrAttrSK), AttributeType: str},
 		},
 		KeySchema: keys(attrPK, attrSK),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
 			{IndexName: aws.String(indexList), KeySchema: keys(attrListPK, attrListSK), Projection: projection},
 			{IndexName: aws.String(indexListGroup), KeySchema: keys(attrGroupPK, attrGroupSK), Projection: projection},
+			attrIndex(),
 		},
 	})
 	if err != nil {

@@ -546,6 +546,7 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 		put(item, "", nil, nil)
 	}
 	last := effects[len(effects)-1].Run
+	actions = append(actions, w.attrActions(st.run, &last)...)
 	meta := w.runItem(&last, hookIDs)
 	if size := itemSize(meta); size > maxItemBytes {
 		return nil, tooLarge(effects[len(effects)-1].Event, "run view", size)

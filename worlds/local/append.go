@@ -186,6 +186,11 @@ func writeEffect(ctx context.Context, tx *wtx, e *worlds.Effect) error {
 			return err
 		}
 	}
+	if (e.Event.Type == worlds.EventRunCreated || e.Event.Type == worlds.EventAttributesSet) && len(e.Event.Attributes) > 0 {
+		if err := putAttributes(ctx, tx, &e.Run, e.Event.Attributes); err != nil {
+			return err
+		}
+	}
 	if e.Wait != nil {
 		b, err := json.Marshal(e.Wait)
 		if err != nil {
@@ -193,6 +198,23 @@ func writeEffect(ctx context.Context, tx *wtx, e *worlds.Effect) error {
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO waits (run_id, wait_id, data) VALUES (?, ?, ?)
 			ON CONFLICT (run_id, wait_id) DO UPDATE SET data = excluded.data`, e.Wait.RunID, e.Wait.WaitID, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execer is what writes need: a write transaction, or the migration's.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// putAttributes indexes the attributes an event set on run, replacing the
+// values the keys had.
+func putAttributes(ctx context.Context, tx execer, run *worlds.Run, attrs map[string]string) error {
+	for k, v := range attrs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_attributes (run_id, key, value, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value`, run.RunID, k, v, nanos(run.CreatedAt)); err != nil {
 			return err
 		}
 	}

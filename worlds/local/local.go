@@ -17,7 +17,10 @@ import (
 )
 
 // SchemaVersion is the layout of the database this package reads and writes.
-const SchemaVersion = 1
+// Version 2 added the run_attributes index; [Open] migrates a version 1 file
+// in place, after which older builds refuse it with their ErrSchemaVersion
+// (they would not keep the index up to date).
+const SchemaVersion = 2
 
 // ErrSchemaVersion is returned by [Open] for a database written with another
 // schema version (usually a newer cairn); the file is left untouched.
@@ -154,6 +157,12 @@ var schema = []string{
 		attempt INTEGER NOT NULL DEFAULT 0, lease_until INTEGER NOT NULL DEFAULT 0,
 		claim TEXT NOT NULL DEFAULT '', gen INTEGER NOT NULL DEFAULT 0)`,
 	`CREATE INDEX IF NOT EXISTS deliveries_by_due ON deliveries (due_at)`,
+	// One row per attribute of a run, for RunFilter.Attributes: the index serves
+	// an exact match on one pair in listing order (created_at carries the run's).
+	`CREATE TABLE IF NOT EXISTS run_attributes (
+		run_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, created_at INTEGER NOT NULL,
+		PRIMARY KEY (run_id, key)) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS run_attributes_by_value ON run_attributes (key, value, created_at, run_id)`,
 }
 
 func (w *World) migrate(ctx context.Context) error {
@@ -168,6 +177,7 @@ func (w *World) migrate(ctx context.Context) error {
 		return fmt.Errorf("local: open %s: %w", w.cfg.Path, err)
 	}
 	var v string
+	upgrade := false
 	switch err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v); {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('schema_version', ?)`, strconv.Itoa(SchemaVersion)); err != nil {
@@ -175,6 +185,8 @@ func (w *World) migrate(ctx context.Context) error {
 		}
 	case err != nil:
 		return fmt.Errorf("local: read schema version: %w", err)
+	case v == "1":
+		upgrade = true
 	case v != strconv.Itoa(SchemaVersion):
 		return fmt.Errorf("%w: %s has version %s, this build reads version %d", ErrSchemaVersion, w.cfg.Path, v, SchemaVersion)
 	}
@@ -183,7 +195,51 @@ func (w *World) migrate(ctx context.Context) error {
 			return fmt.Errorf("local: init schema: %w", err)
 		}
 	}
+	if upgrade {
+		if err := indexAttributes(ctx, tx); err != nil {
+			return fmt.Errorf("local: migrate %s to schema version %d: %w", w.cfg.Path, SchemaVersion, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'schema_version'`, strconv.Itoa(SchemaVersion)); err != nil {
+			return fmt.Errorf("local: migrate %s to schema version %d: %w", w.cfg.Path, SchemaVersion, err)
+		}
+	}
 	return tx.Commit()
+}
+
+// indexAttributes fills run_attributes from the run views of a version 1 file,
+// in the migration's transaction: the runs written before the index existed
+// are found by their attributes like every later one.
+func indexAttributes(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT data FROM runs`)
+	if err != nil {
+		return err
+	}
+	var runs []worlds.Run
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			rows.Close()
+			return err
+		}
+		r, err := decode[worlds.Run](b)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		if len(r.Attributes) > 0 {
+			runs = append(runs, worlds.Run{RunID: r.RunID, CreatedAt: r.CreatedAt, Attributes: r.Attributes})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range runs {
+		if err := putAttributes(ctx, tx, &runs[i], runs[i].Attributes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // write runs fn in an immediate transaction, retrying with jitter when fn reports

@@ -380,6 +380,7 @@ func (w *World) expire(ctx context.Context, runID string) error {
 			`DELETE FROM waits WHERE run_id = ?`,
 			`DELETE FROM chunks WHERE run_id = ?`,
 			`DELETE FROM streams WHERE run_id = ?`,
+			`DELETE FROM run_attributes WHERE run_id = ?`,
 			`DELETE FROM runs WHERE run_id = ?`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, runID); err != nil {

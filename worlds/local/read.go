@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -91,32 +93,49 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	if f.Status != "" && !f.Status.Valid() {
 		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "RunFilter.Status", Value: f.Status, Reason: "unknown run status"}
 	}
+	if err := worlds.ValidateAttributeFilter(f.Attributes); err != nil {
+		return worlds.Page[worlds.Run]{}, err
+	}
 	c, ok, err := parseCursor(f.Cursor)
 	if err != nil {
 		return worlds.Page[worlds.Run]{}, err
 	}
+	// Without an attribute filter the runs table is read in listing order. With
+	// one, the rows of one pair in run_attributes are (by its index, in listing
+	// order), joined to their runs; the other pairs are checked per run through
+	// the primary key of run_attributes.
+	from, col := "runs r", "r"
 	var where []string
 	var args []any
+	keys := slices.Sorted(maps.Keys(f.Attributes))
+	if len(keys) > 0 {
+		from, col = "run_attributes a JOIN runs r ON r.run_id = a.run_id", "a"
+		where, args = append(where, "a.key = ? AND a.value = ?"), append(args, keys[0], f.Attributes[keys[0]])
+		for _, k := range keys[1:] {
+			where = append(where, "EXISTS (SELECT 1 FROM run_attributes b WHERE b.run_id = r.run_id AND b.key = ? AND b.value = ?)")
+			args = append(args, k, f.Attributes[k])
+		}
+	}
 	if f.WorkflowName != "" {
-		where, args = append(where, "workflow_name = ?"), append(args, f.WorkflowName)
+		where, args = append(where, "r.workflow_name = ?"), append(args, f.WorkflowName)
 	}
 	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(f.Status))
+		where, args = append(where, "r.status = ?"), append(args, string(f.Status))
 	}
 	if !f.CreatedAfter.IsZero() {
-		where, args = append(where, "created_at > ?"), append(args, nanos(f.CreatedAfter))
+		where, args = append(where, col+".created_at > ?"), append(args, nanos(f.CreatedAfter))
 	}
 	if !f.CreatedBefore.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, nanos(f.CreatedBefore))
+		where, args = append(where, col+".created_at < ?"), append(args, nanos(f.CreatedBefore))
 	}
 	if ok {
-		where, args = append(where, "(created_at < ? OR (created_at = ? AND run_id < ?))"), append(args, c.at, c.at, c.id)
+		where, args = append(where, "("+col+".created_at < ? OR ("+col+".created_at = ? AND "+col+".run_id < ?))"), append(args, c.at, c.at, c.id)
 	}
-	q := "SELECT data, created_at, run_id FROM runs"
+	q := "SELECT r.data, " + col + ".created_at, " + col + ".run_id FROM " + from
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at DESC, run_id DESC LIMIT ?"
+	q += " ORDER BY " + col + ".created_at DESC, " + col + ".run_id DESC LIMIT ?"
 	return page[worlds.Run](ctx, w.db, limit, q, args...)
 }
 

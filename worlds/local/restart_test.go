@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -318,4 +319,54 @@ func TestLockContentionIsReported(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 160 appends succeeded under lock contention", len(stored))
+}
+
+// TestMigrateAttributes opens a version 1 file, written before the
+// run_attributes index existed: Open indexes its runs' attributes, so they are
+// listed by attribute like runs written after.
+func TestMigrateAttributes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	w, err := local.Open(ctx, local.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(ctx, "old", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "wf", Attributes: map[string]string{"tenant": "a"}},
+		worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"tier": "gold"}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to the version 1 layout: no run_attributes table.
+	for _, q := range []string{`DROP TABLE run_attributes`, `UPDATE meta SET value = '1' WHERE key = 'schema_version'`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	w, err = local.Open(ctx, local.Config{Path: path})
+	if err != nil {
+		t.Fatalf("Open of a version 1 file: %v", err)
+	}
+	defer w.Close()
+	page, err := w.ListRuns(ctx, worlds.RunFilter{Attributes: map[string]string{"tenant": "a", "tier": "gold"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || page.Items[0].RunID != "old" {
+		t.Fatalf("runs of the migrated file with tenant=a tier=gold: %+v", page.Items)
+	}
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v); err != nil || v != strconv.Itoa(local.SchemaVersion) {
+		t.Fatalf("schema version after migration = %q (%v), want %d", v, err, local.SchemaVersion)
+	}
 }

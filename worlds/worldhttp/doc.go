@@ -12,7 +12,8 @@
 // An RPC call answers 200 with {"result": ...}, or an error status with
 // {"error": {"code": "...", "message": "..."}}: 400 invalid_argument for bad input,
 // 404 not_found, 409 conflict, 410 gone, 425 too_early, 413 too_large, 405 for a
-// wrong HTTP method, 500 internal only for failures of the World itself. Methods:
+// wrong HTTP method, 501 not_implemented for a call that needs workflow code the
+// server lacks, 500 internal only for failures of the World itself. Methods:
 //
 //	runs.start    {workflowName, input?, attributes?, runId?}  -> Run (appends run_created, queues the run;
 //	              retried with the same runId, workflowName and input it returns that run, queued again if pending)
@@ -21,7 +22,11 @@
 //	runs.signalWithStart {workflowName, name, payload?, input?, attributes?, runId?} -> Run
 //	              (worlds.SignalWithStart: starts the run with the signal unless runId exists, else signals it)
 //	runs.get      {runId}                                      -> Run
-//	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, limit?, cursor?} -> Page[Run]
+//	runs.list     {workflowName?, status?, createdAfter?, createdBefore?, attributes?, limit?, cursor?} -> Page[Run]
+//	              (attributes: runs holding every key with exactly that value)
+//	runs.query    {runId, name, arg?}                          -> the JSON the run's query handler name answers for arg
+//	              (worlds.QueryRun with Options.Workflows, which replays the run with their code and writes nothing;
+//	              404 for an unknown run or handler, 400 for a handler that failed, 501 without the workflow's code)
 //	runs.cancel   {runId, reason?}                             -> Run (worlds.RequestCancel: a pending run ends cancelled,
 //	              a running one gets a cancel request and a delivery that hands it to the run's code)
 //	runs.reset    {runId, to, newRunId?, reason?}              -> Run (worlds.ResetRun: the new run, made from the

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairn-go/cairn/worlds"
+	"github.com/cairn-go/cairn/worlds/local"
 	"github.com/cairn-go/cairn/worlds/worldhttp"
 )
 
@@ -131,5 +132,34 @@ func TestNonCanonicalPathsGetJSON404(t *testing.T) {
 		if rec.Code != http.StatusNotFound || !json.Valid(rec.Body.Bytes()) {
 			t.Errorf("%s: status %d body %q, want a JSON 404", p, rec.Code, rec.Body)
 		}
+	}
+}
+
+// runs.list passes its attributes filter to the World, which checks it.
+func TestListRunsByAttributes(t *testing.T) {
+	t.Parallel()
+	w, err := local.Open(t.Context(), local.Config{Path: local.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	h := worldhttp.Handler(w, worldhttp.Options{})
+	for id, attrs := range map[string]map[string]string{"a": {"tier": "gold"}, "b": {"tier": "silver"}} {
+		if _, err := w.Append(t.Context(), id, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A", Attributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/workflow/rpc", strings.NewReader(`{"method":"runs.list","params":{"attributes":{"tier":"gold"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	var res struct {
+		Result worlds.Page[worlds.Run] `json:"result"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || rec.Code != http.StatusOK || len(res.Result.Items) != 1 || res.Result.Items[0].RunID != "a" {
+		t.Fatalf("runs.list tier=gold: %d %s", rec.Code, rec.Body)
+	}
+	if code, eb := rpcCall(t, h, `{"method":"runs.list","params":{"attributes":{"":"x"}}}`); code != http.StatusBadRequest || eb.Error.Code != "invalid_argument" {
+		t.Fatalf("runs.list with an empty key: %d %+v", code, eb)
 	}
 }

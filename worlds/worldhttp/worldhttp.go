@@ -33,8 +33,10 @@ type Options struct {
 	NewRunID func() string
 	// Workflows, when set, are the workflows runs.start may start: another name
 	// is rejected, and a runner implementing [worlds.InputValidator] (workflow.Use
-	// does) checks the input's shape before run_created is written. The runners
-	// only validate here; the handler never runs them.
+	// does) checks the input's shape before run_created is written. They also
+	// answer runs.query, when they implement [worlds.Querier] (workflow.Use
+	// does): the handler replays the run's log with their code, writing
+	// nothing. It never runs their deliveries.
 	Workflows worlds.Runner
 	// TrustedOrigins are origins (scheme://host[:port]) whose pages may call
 	// the RPC endpoint from a browser. Pages of every other origin are refused
@@ -158,6 +160,10 @@ func StatusOf(err error) (int, string) {
 		return http.StatusGone, "gone"
 	case errors.Is(err, worlds.ErrTooEarly):
 		return http.StatusTooEarly, "too_early"
+	case errors.Is(err, worlds.ErrNoRunner):
+		// The server lacks the workflow code a call needs (runs.query without
+		// Options.Workflows).
+		return http.StatusNotImplemented, "not_implemented"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "unavailable"
 	}
@@ -253,6 +259,7 @@ type params struct {
 	From          int               `json:"from"`
 	To            string            `json:"to"`
 	NewRunID      string            `json:"newRunId"`
+	Arg           json.RawMessage   `json:"arg"`
 }
 
 func required(field, v string) error {
@@ -351,7 +358,13 @@ func (h *rpcHandler) call(ctx context.Context, method string, p params) (any, er
 		}
 		return h.w.GetRun(ctx, p.RunID)
 	case "runs.list":
-		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Limit: p.Limit, Cursor: p.Cursor})
+		return h.w.ListRuns(ctx, worlds.RunFilter{WorkflowName: p.WorkflowName, Status: p.Status, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
+			Attributes: p.Attributes, Limit: p.Limit, Cursor: p.Cursor})
+	case "runs.query":
+		if err := need(runID, [2]string{"name", p.Name}); err != nil {
+			return nil, err
+		}
+		return worlds.QueryRun(ctx, h.w, h.o.Workflows, p.RunID, p.Name, p.Arg)
 	case "runs.cancel":
 		if err := need(runID); err != nil {
 			return nil, err

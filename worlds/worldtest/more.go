@@ -117,7 +117,7 @@ func listRuns(t *testing.T, w worlds.World, f worlds.RunFilter, limit int) []str
 			if seen[r.RunID] {
 				t.Fatalf("run %s listed twice", r.RunID)
 			}
-			if f.WorkflowName != "" && r.WorkflowName != f.WorkflowName || f.Status != "" && r.Status != f.Status {
+			if f.WorkflowName != "" && r.WorkflowName != f.WorkflowName || f.Status != "" && r.Status != f.Status || !worlds.MatchAttributes(r, f.Attributes) {
 				t.Fatalf("run %+v does not match filter %+v", r, f)
 			}
 			seen[r.RunID] = true

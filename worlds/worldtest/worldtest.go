@@ -46,6 +46,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"LiveStreams", s.liveStreams},
 		{"Cancellation", s.cancellation},
 		{"PaginationRuns", s.paginationRuns},
+		{"AttributeFilters", s.attributeFilters},
 		{"PaginationEventsStepsHooks", s.paginationLogs},
 		{"ItemSizeLimit", s.itemSize},
 		{"StreamWriteLimit", s.streamWriteLimit},

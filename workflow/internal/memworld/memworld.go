@@ -199,6 +199,9 @@ func (w *World) ListRuns(_ context.Context, f worlds.RunFilter) (worlds.Page[wor
 	if f.Status != "" && !f.Status.Valid() {
 		return worlds.Page[worlds.Run]{}, &worlds.ArgumentError{Field: "RunFilter.Status", Value: f.Status, Reason: "unknown run status"}
 	}
+	if err := worlds.ValidateAttributeFilter(f.Attributes); err != nil {
+		return worlds.Page[worlds.Run]{}, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	start := len(w.order) - 1
@@ -213,7 +216,8 @@ func (w *World) ListRuns(_ context.Context, f worlds.RunFilter) (worlds.Page[wor
 	for i := start; i >= 0; i-- {
 		r := w.runs[w.order[i]]
 		if (f.WorkflowName != "" && r.WorkflowName != f.WorkflowName) || (f.Status != "" && r.Status != f.Status) ||
-			(!f.CreatedAfter.IsZero() && !r.CreatedAt.After(f.CreatedAfter)) || (!f.CreatedBefore.IsZero() && !r.CreatedAt.Before(f.CreatedBefore)) {
+			(!f.CreatedAfter.IsZero() && !r.CreatedAt.After(f.CreatedAfter)) || (!f.CreatedBefore.IsZero() && !r.CreatedAt.Before(f.CreatedBefore)) ||
+			!worlds.MatchAttributes(*r, f.Attributes) {
 			continue
 		}
 		if len(p.Items) == limit {

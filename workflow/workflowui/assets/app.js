@@ -49,7 +49,9 @@ async function listPage() {
     <textarea id="input" aria-label="input" spellcheck="false">{}</textarea></div>
   <div class="card"><div class="toolbar"><label>Status <select id="status">
     <option value="">any</option><option>pending</option><option>running</option><option>completed</option><option>failed</option><option>cancelled</option>
-  </select></label></div><div id="runs"></div></div>`;
+  </select></label>
+    <label title="Runs holding every pair: key=value, separated by commas">Attributes <input id="attrs" spellcheck="false" placeholder="customer=c7, tier=gold"></label>
+  </div><div id="runs"></div></div>`;
   const {workflows} = await api("GET", "api/workflows");
   const wf = $("#wf"), input = $("#input");
   // A datalist offers the workflows of this process; any name can be typed, for
@@ -67,14 +69,22 @@ async function listPage() {
     } catch (e) { toast("Start failed: " + e.message, true); }
   };
   $("#status").onchange = refresh;
+  $("#attrs").onchange = refresh;
+  // The attributes a run shows in the list: its own, not the runtime's (cairn.*).
+  const shownAttrs = a => Object.entries(a || {}).filter(([k]) => !k.startsWith("cairn.")).sort(([x], [y]) => x < y ? -1 : 1)
+    .map(([k, v]) => `<span class="mono attr">${esc(k)}=${esc(v)}</span>`).join(" ");
   async function refresh() {
     const q = new URLSearchParams({limit: "100"});
     if ($("#status").value) q.set("status", $("#status").value);
-    const data = await api("GET", "api/runs?" + q);
-    set($("#runs"), data.items.length === 0 ? `<p class="muted">No runs yet. Start one above.</p>` :
-      `<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th></tr></thead><tbody>` +
+    const pairs = $("#attrs").value.split(",").map(p => p.trim()).filter(Boolean);
+    for (const p of pairs) q.append("attr", p);
+    let data;
+    try { data = await api("GET", "api/runs?" + q); } catch (e) { set($("#runs"), `<p class="err">${esc(e.message)}</p>`); return; }
+    const none = pairs.length || $("#status").value ? "No runs match." : "No runs yet. Start one above.";
+    set($("#runs"), data.items.length === 0 ? `<p class="muted">${none}</p>` :
+      `<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th><th>Attributes</th></tr></thead><tbody>` +
       data.items.map(r => `<tr class="row" data-run="${esc(r.runId)}"><td class="mono"><a href="#/runs/${encodeURIComponent(r.runId)}">${esc(r.runId)}</a></td>
-        <td>${esc(r.workflowName)}</td><td>${badge(r.status)}${r.blocked ? ` <span class="badge s-failed" title="${esc(r.blocked.error.message)}">blocked</span>` : ""}</td><td>${when(r.createdAt)}</td><td>${dur(r.startedAt, r.completedAt)}</td></tr>`).join("") +
+        <td>${esc(r.workflowName)}</td><td>${badge(r.status)}${r.blocked ? ` <span class="badge s-failed" title="${esc(r.blocked.error.message)}">blocked</span>` : ""}</td><td>${when(r.createdAt)}</td><td>${dur(r.startedAt, r.completedAt)}</td><td>${shownAttrs(r.attributes)}</td></tr>`).join("") +
       `</tbody></table>`);
     for (const tr of app.querySelectorAll("tr.row")) tr.onclick = e => { if (e.target.tagName !== "A") location.hash = "#/runs/" + encodeURIComponent(tr.dataset.run); };
   }
@@ -106,6 +116,12 @@ async function runPage(id) {
     <textarea id="signal-payload" class="mono" rows="2" placeholder='payload as JSON, e.g. {"approved": true}'></textarea>
     <div class="toolbar"><button id="signal-send" class="primary">Send signal</button></div></div>
   <h2>Streams</h2><div class="card" id="streams"></div>
+  <h2>Query</h2><div class="card" id="query"><div class="toolbar">
+    <label>Handler <input id="query-name" spellcheck="false" placeholder="query name"></label>
+    <label>Argument <input id="query-arg" spellcheck="false" placeholder="JSON, e.g. {} (empty: null)"></label>
+    <button id="query-send">Query</button></div>
+    <p class="muted">Asks the run's code at its current position (workflow.SetQueryHandler); nothing is recorded.</p>
+    <pre id="query-result" hidden></pre></div>
   <h2>Events</h2><div class="card"><details id="events-box"><summary>Event log</summary><div id="events"></div></details></div>`;
   $("#cancel").onclick = async () => {
     try { await api("POST", `api/runs/${encodeURIComponent(id)}/cancel`, {}); toast("Run cancelled"); refresh(); }
@@ -137,6 +153,16 @@ async function runPage(id) {
     finally { $("#signal-send").disabled = false; }
   };
   $("#events-box").ontoggle = refresh;
+  $("#query-send").onclick = async () => {
+    const out = $("#query-result"), raw = $("#query-arg").value.trim();
+    let arg = null;
+    try { if (raw) arg = JSON.parse(raw); } catch (err) { toast("Argument is not JSON: " + err.message, true); return; }
+    try {
+      const {result} = await api("POST", `api/runs/${encodeURIComponent(id)}/query`, {name: $("#query-name").value.trim(), arg});
+      out.className = ""; out.textContent = result === null ? "null" : pretty(result);
+    } catch (err) { out.className = "err"; out.textContent = err.message; }
+    out.hidden = false;
+  };
 
   async function refresh() {
     const v = await api("GET", `api/runs/${encodeURIComponent(id)}`);

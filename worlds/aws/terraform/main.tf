@@ -22,7 +22,8 @@ locals {
   schedule_arn      = var.enable_scheduler ? "arn:${data.aws_partition.current.partition}:scheduler:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:schedule/${local.scheduler_group}/go-workflow-*" : null
 }
 
-# One table, string keys pk/sk; the list and list_group indexes project keys and status.
+# One table, string keys pk/sk; the list and list_group indexes project keys and
+# status, the attrs index keys only.
 resource "aws_dynamodb_table" "this" {
   name                        = var.name
   billing_mode                = "PAY_PER_REQUEST"
@@ -55,6 +56,14 @@ resource "aws_dynamodb_table" "this" {
     name = "list_group_sk"
     type = "S"
   }
+  attribute {
+    name = "attr_pk"
+    type = "S"
+  }
+  attribute {
+    name = "attr_sk"
+    type = "S"
+  }
 
   global_secondary_index {
     name               = "list"
@@ -69,6 +78,14 @@ resource "aws_dynamodb_table" "this" {
     range_key          = "list_group_sk"
     projection_type    = "INCLUDE"
     non_key_attributes = ["status"]
+  }
+  # Sparse: only the items of run attributes (sk ATTR#<key>) carry its keys,
+  # for listings by attribute (RunFilter.Attributes).
+  global_secondary_index {
+    name            = "attrs"
+    hash_key        = "attr_pk"
+    range_key       = "attr_sk"
+    projection_type = "KEYS_ONLY"
   }
 
   point_in_time_recovery {
