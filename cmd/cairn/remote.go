@@ -329,8 +329,15 @@ func runsErr(ctx context.Context, args []string, stdout io.Writer, getenv func(s
 
 // runsSignal is cairn runs signal RUN NAME [JSON].
 func runsSignal(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	return runNameJSON(ctx, args, stdout, getenv, "signal", "runs.signal", "payload", "signal payload")
+}
+
+// runNameJSON is a `cairn runs SUB RUN NAME [JSON]` command: it calls the RPC
+// method with runId, name and, as field, the JSON (null when left out), and
+// prints the answer. what names the JSON in a usage error.
+func runNameJSON(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string, sub, method, field, what string) error {
 	var rf remoteFlags
-	fs := flag.NewFlagSet("cairn runs signal", flag.ContinueOnError)
+	fs := flag.NewFlagSet("cairn runs "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
@@ -344,17 +351,19 @@ func runsSignal(ctx context.Context, args []string, stdout io.Writer, getenv fun
 	if len(pos) < 2 || len(pos) > 3 {
 		return usageErrorf("want RUN NAME [JSON], got %d arguments", len(pos))
 	}
-	payload := json.RawMessage("null")
+	arg := ""
 	if len(pos) == 3 {
-		if payload, err = jsonFlag("payload", pos[2]); err != nil {
-			return err
-		}
+		arg = pos[2]
+	}
+	raw, err := jsonFlag(field, arg)
+	if err != nil {
+		return usageErrorf("the %s %q is not JSON (quote strings: '\"text\"')", what, arg)
 	}
 	r, err := rf.open(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	res, err := r.call(ctx, "runs.signal", map[string]any{"runId": pos[0], "name": pos[1], "payload": payload})
+	res, err := r.call(ctx, method, map[string]any{"runId": pos[0], "name": pos[1], field: raw})
 	if err != nil {
 		return err
 	}
