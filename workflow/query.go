@@ -165,14 +165,32 @@ func (c *Client) queryRunners() worlds.Runner {
 	return &clientQuerier{c: c, runners: slices.Clone(c.known)}
 }
 
-// know remembers runners whose workflows' code the client can run for queries.
+// know remembers runners whose workflows' code the client can run for
+// queries; a runner it knows already (Client.Runner called per delivery) is
+// not added again.
 func (c *Client) know(r worlds.Runner) {
 	if r == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, k := range c.known {
+		if sameRunner(k, r) {
+			return
+		}
+	}
 	c.known = append(c.known, r)
+}
+
+// sameRunner reports whether a and b are the same runner; runners of a type
+// that cannot be compared never are.
+func sameRunner(a, b worlds.Runner) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // clientQuerier answers queries with the first known runner of the run's

@@ -86,6 +86,8 @@ func New(opts ...Option) *Env {
 		// Every delivery replays the run from its log, so code that is not
 		// deterministic fails here, in the test, and no suspended run outlives it.
 		Cache: workflow.CacheConfig{Disabled: true},
+		// Queries replay runs with the code of the registered workflows.
+		Workflows: (*envRunner)(e),
 	})
 	if err != nil { // cannot happen: the configuration is fixed and valid
 		panic(err)
@@ -396,6 +398,37 @@ func (r *envRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) 
 		return fmt.Errorf("%w: %q is not registered with this workflowtest.Env (use workflowtest.Register)", workflow.ErrUnknownWorkflow, d.Input.WorkflowName)
 	}
 	return e.client.Runner(inner).Run(ctx, w, d)
+}
+
+// Query answers a query of a run with the code of its workflow, registered
+// with [Register] or [Start]: it replays the run from its log up to where its
+// code waits now (the Env's run cache is off), calls the query handler name
+// ([workflow.SetQueryHandler]) with arg, and decodes the answer into result, a
+// pointer. It runs nothing and records nothing, so it does not move the run
+// on: call it between [Env.Settle] or [Env.Advance] calls to see the state the
+// run has reached. Errors are those of [workflow.Query].
+func (e *Env) Query(ctx context.Context, runID, name string, arg, result any) error {
+	out, err := workflow.Query[json.RawMessage](ctx, e.client, runID, name, arg)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(out, result); err != nil {
+		return fmt.Errorf("workflowtest: query %q of run %s: decoding the answer into %T: %w", name, runID, result, err)
+	}
+	return nil
+}
+
+// Query implements [worlds.Querier] with the registered workflow of the run.
+func (r *envRunner) Query(ctx context.Context, w worlds.World, run worlds.Run, name string, arg json.RawMessage) (json.RawMessage, error) {
+	e := (*Env)(r)
+	e.mu.Lock()
+	inner := e.runners[run.WorkflowName]
+	e.mu.Unlock()
+	q, ok := inner.(worlds.Querier)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not registered with this workflowtest.Env (use workflowtest.Register)", workflow.ErrUnknownWorkflow, run.WorkflowName)
+	}
+	return q.Query(ctx, w, run, name, arg)
 }
 
 // Run is a run in an [Env], with output type O.
