@@ -102,8 +102,11 @@
 // before the code asks, even before the run started, waits for it, and
 // [SignalWithStart] starts the run and signals it in one call. Hooks are for
 // senders outside that know only a token (a webhook); signals are for callers
-// that know the run. docs/signals-and-queries.md maps Temporal's signals,
-// signal-with-start and signal channels to these.
+// that know the run. [SetQueryHandler] and [Query] read a live run's state
+// without recording anything, and [UpsertAttributes] sets attributes that
+// listings filter on (worlds.RunFilter.Attributes). docs/signals-and-queries.md
+// maps Temporal's signals, signal-with-start, queries and search attributes to
+// these, and says why updates are not there yet.
 //
 // Cancellation reaches the code: after [Client.Cancel] (or the RPC's
 // runs.cancel, or the web UI, all through [worlds.RequestCancel]) the run's next
