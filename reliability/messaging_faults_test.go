@@ -129,7 +129,7 @@ func consumerUnderFaults(t *testing.T, fifo bool) {
 		defer mu.Unlock()
 		if succeeded[body] == 0 {
 			n, _ := strconv.Atoi(strings.TrimPrefix(body, "m-"))
-			firstOrder[m.GroupID()] = append(firstOrder[m.GroupID()], n)
+			firstOrder[middleware.GroupID(m)] = append(firstOrder[middleware.GroupID(m)], n)
 		}
 		succeeded[body]++
 		applied[body] = true

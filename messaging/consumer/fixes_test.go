@@ -174,7 +174,7 @@ func TestPerGroupFailureBlocksGroup(t *testing.T) {
 		order = append(order, body)
 		if body == "m0000" && !failed {
 			failed = true
-			msg.Backoff(0) // retry at once: only ordering can hold m0002 back
+			middleware.Backoff(msg, 0) // retry at once: only ordering can hold m0002 back
 			return errors.New("transient")
 		}
 		return nil
@@ -211,7 +211,7 @@ func TestBackoffCappedAt12h(t *testing.T) {
 		handled.Add(1)
 		switch string(msg.Body()) {
 		case "m0000":
-			msg.Backoff(100 * time.Hour)
+			middleware.Backoff(msg, 100*time.Hour)
 		case "m0001":
 			return merrors.Backoff(errors.New("later"), 1000*time.Hour)
 		}
@@ -276,11 +276,11 @@ func TestErrorClassificationAndDLQObserver(t *testing.T) {
 		if string(msg.Body()) == "poison" {
 			return fmt.Errorf("decode: %w", merrors.Fatal(errors.New("bad json")))
 		}
-		msg.Backoff(0)
+		middleware.Backoff(msg, 0)
 		return errors.New("flaky")
 	}, router.WithDLQ(2, router.WithOnDLQ(func(_ context.Context, msg middleware.Message) {
 		mu.Lock()
-		observed[string(msg.Body())+fmt.Sprint("@", msg.ReceiveCount())]++
+		observed[string(msg.Body())+fmt.Sprint("@", middleware.ReceiveCount(msg))]++
 		mu.Unlock()
 	})))
 	c, err := consumer.New(fake, r, consumer.WithDLQMetric(func(string) { metric.Add(1) }))
@@ -321,7 +321,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 		}
 		mu.Lock()
 		finished[string(msg.Body())]++
-		ids[string(msg.Body())] = msg.ID()
+		ids[string(msg.Body())] = middleware.MessageID(msg)
 		mu.Unlock()
 		return nil
 	}

@@ -48,7 +48,7 @@ func TestFailedExtensionDoesNotExtend(t *testing.T) {
 	r := newRoute(t, "extfail", func(_ context.Context, m middleware.Message) error {
 		mu.Lock()
 		first := len(runs) == 0
-		runs = append(runs, fmt.Sprint(string(m.Body()), "@", m.ReceiveCount()))
+		runs = append(runs, fmt.Sprint(string(m.Body()), "@", middleware.ReceiveCount(m)))
 		mu.Unlock()
 		if first {
 			<-release
@@ -116,7 +116,7 @@ func TestFailedExtensionRetriedNextTick(t *testing.T) {
 	r := newRoute(t, "extretry", func(_ context.Context, m middleware.Message) error {
 		mu.Lock()
 		first := len(runs) == 0
-		runs = append(runs, fmt.Sprint(string(m.Body()), "@", m.ReceiveCount()))
+		runs = append(runs, fmt.Sprint(string(m.Body()), "@", middleware.ReceiveCount(m)))
 		mu.Unlock()
 		if first {
 			<-release

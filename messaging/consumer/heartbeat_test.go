@@ -95,7 +95,7 @@ func TestLapsedMessageNotRun(t *testing.T) {
 	r := newRoute(t, "lapse", func(_ context.Context, m middleware.Message) error {
 		mu.Lock()
 		first := len(runs) == 0
-		runs = append(runs, fmt.Sprint(string(m.Body()), "@", m.ReceiveCount()))
+		runs = append(runs, fmt.Sprint(string(m.Body()), "@", middleware.ReceiveCount(m)))
 		mu.Unlock()
 		if first {
 			<-release

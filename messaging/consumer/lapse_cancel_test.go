@@ -69,7 +69,7 @@ func TestHandlerCanceledWhenVisibilityLapses(t *testing.T) {
 			r := newRoute(t, queue, func(ctx context.Context, m middleware.Message) error {
 				mu.Lock()
 				first := len(runs) == 0
-				runs = append(runs, fmt.Sprint(m.ReceiveCount()))
+				runs = append(runs, fmt.Sprint(middleware.ReceiveCount(m)))
 				mu.Unlock()
 				if !first {
 					return nil

@@ -14,19 +14,27 @@ import (
 )
 
 // Message is what the consumer hands to handlers: a middleware.Message with
-// loafer-awsx's consumer controls. Handlers receive it as a
-// middleware.Message; assert to consumer.Message for Dispatch and BackedOff.
+// loafer-awsx's consumer controls, the same method set as loafer-awsx's
+// consumer.Message. Handlers receive it as a middleware.Message; assert to
+// consumer.Message for Dispatch, Backoff and BackedOff. The consumer's
+// messages also implement middleware.Delivery.
 type Message interface {
 	middleware.Message
 	// Dispatch is accepted for loafer-awsx compatibility and does nothing:
 	// the consumer stops extending a message's visibility when its handler
 	// returns.
 	Dispatch()
+	// Backoff asks for the message to be retried after delay instead of
+	// being deleted, whatever the handler returns. The last call wins.
+	Backoff(delay time.Duration)
 	// BackedOff reports whether Backoff has been called.
 	BackedOff() bool
 }
 
-var _ Message = (*delivery)(nil)
+var (
+	_ Message             = (*delivery)(nil)
+	_ middleware.Delivery = (*delivery)(nil)
+)
 
 // delivery is one received message; it implements Message.
 type delivery struct {

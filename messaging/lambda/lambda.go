@@ -437,6 +437,9 @@ func (h *Handler) logPanic(ctx context.Context, msg, queue string, r *events.SQS
 		slog.String("message_id", r.MessageId), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 }
 
+// message is one record handed to a route's handler. It implements
+// middleware.Delivery, so handlers read its ID, group and receive count and
+// ask for a Backoff the same way under Lambda as under the consumer.
 type message struct {
 	rec        *events.SQSMessage
 	queue      string
@@ -445,6 +448,8 @@ type message struct {
 	envOnce    sync.Once
 	env        *middleware.SNSEnvelope
 }
+
+var _ middleware.Delivery = (*message)(nil)
 
 func (m *message) ID() string                  { return m.rec.MessageId }
 func (m *message) Body() []byte                { return []byte(m.rec.Body) }

@@ -51,14 +51,14 @@ func TestPartialBatchFailures(t *testing.T) {
 		return nil
 	}), router.WithDLQ(5, router.WithOnDLQ(func(_ context.Context, m middleware.Message) {
 		mu.Lock()
-		observed = append(observed, m.ID())
+		observed = append(observed, middleware.MessageID(m))
 		mu.Unlock()
 	})))
 	fifo, _ := router.New("ord.fifo", func(_ context.Context, m middleware.Message) error {
 		mu.Lock()
-		seen = append(seen, m.ID())
+		seen = append(seen, middleware.MessageID(m))
 		mu.Unlock()
-		if m.ID() == "f2" {
+		if middleware.MessageID(m) == "f2" {
 			return errors.New("fail")
 		}
 		return nil

@@ -90,7 +90,7 @@ func TestPanicFailsOnlyItsRecord(t *testing.T) {
 			var ran []string
 			r, err := router.New(tc.queue, func(_ context.Context, m middleware.Message) error {
 				mu.Lock()
-				ran = append(ran, m.ID())
+				ran = append(ran, middleware.MessageID(m))
 				mu.Unlock()
 				switch string(m.Body()) {
 				case "boom":

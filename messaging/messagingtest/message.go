@@ -8,9 +8,9 @@ import (
 	"github.com/cairn-go/cairn/messaging/middleware"
 )
 
-// Message is a middleware.Message built in memory for handler tests. A
+// Message is a middleware.Delivery built in memory for handler tests. A
 // BodyText that is an SNS notification envelope is unwrapped like the
-// consumer does.
+// consumer does. Backoff records its request in BackoffSet and BackoffFor.
 type Message struct {
 	MessageID  string
 	Receipt    string
@@ -22,7 +22,7 @@ type Message struct {
 	BackoffFor time.Duration
 }
 
-var _ middleware.Message = (*Message)(nil)
+var _ middleware.Delivery = (*Message)(nil)
 
 // NewMessage returns a Message with the body and string attributes.
 func NewMessage(body string, attrs map[string]string) *Message {
@@ -34,7 +34,7 @@ func (m *Message) envelope() (middleware.SNSEnvelope, bool) {
 	return middleware.ParseSNSEnvelope([]byte(m.BodyText))
 }
 
-// ID implements middleware.Message.
+// ID implements middleware.Delivery.
 func (m *Message) ID() string { return m.MessageID }
 
 // Body implements middleware.Message.
@@ -82,7 +82,6 @@ func (m *Message) Attributes() map[string]string {
 	return out
 }
 
-// Metadata implements middleware.Message.
 // UserMessageAttribute returns Attrs[name], the message's own SQS attributes.
 func (m *Message) UserMessageAttribute(name string) string { return m.Attrs[name] }
 
@@ -95,6 +94,7 @@ func (m *Message) UserMessageAttributes() map[string]string {
 	return out
 }
 
+// Metadata implements middleware.Message.
 func (m *Message) Metadata() map[string]string { return m.Attributes() }
 
 // SystemAttributeByKey implements middleware.Message.
@@ -121,10 +121,10 @@ func (m *Message) TimeStamp() time.Time {
 	return time.UnixMilli(ms)
 }
 
-// GroupID implements middleware.Message.
+// GroupID implements middleware.Delivery.
 func (m *Message) GroupID() string { return m.System["MessageGroupId"] }
 
-// ReceiveCount implements middleware.Message.
+// ReceiveCount implements middleware.Delivery.
 func (m *Message) ReceiveCount() int {
 	n, err := strconv.Atoi(m.System["ApproximateReceiveCount"])
 	if err != nil || n < 1 {
@@ -133,8 +133,8 @@ func (m *Message) ReceiveCount() int {
 	return n
 }
 
-// QueueName implements middleware.Message.
+// QueueName implements middleware.Delivery.
 func (m *Message) QueueName() string { return m.Queue }
 
-// Backoff implements middleware.Message.
+// Backoff implements middleware.Delivery.
 func (m *Message) Backoff(d time.Duration) { m.BackoffSet, m.BackoffFor = true, d }

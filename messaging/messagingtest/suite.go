@@ -171,7 +171,9 @@ func suiteFIFO(t *testing.T, h Harness) {
 			once.Do(func() { fail = true })
 		}
 		if fail {
-			m.Backoff(0)
+			if !middleware.Backoff(m, 0) {
+				t.Error("the consumer's message does not accept Backoff")
+			}
 			return fmt.Errorf("first attempt of a0 fails")
 		}
 		return nil
@@ -198,10 +200,13 @@ func suiteRetry(t *testing.T, h Harness) {
 	send(t, h, url, "flaky", "")
 	var rec recorder
 	r := route(t, url, func(_ context.Context, m middleware.Message) error {
-		rec.add(fmt.Sprint(m.ReceiveCount()))
-		if m.ReceiveCount() < 3 {
-			m.Backoff(0)
-			return fmt.Errorf("attempt %d", m.ReceiveCount())
+		n := middleware.ReceiveCount(m)
+		rec.add(fmt.Sprint(n))
+		if n < 3 {
+			if !middleware.Backoff(m, 0) {
+				t.Error("the consumer's message does not accept Backoff")
+			}
+			return fmt.Errorf("attempt %d", n)
 		}
 		return nil
 	})

@@ -16,21 +16,21 @@ func Logging(log *slog.Logger) Middleware {
 		return func(ctx context.Context, msg Message) (err error) {
 			start := time.Now()
 			log.DebugContext(ctx, "message received",
-				slog.String("queue", queueOf(msg)), slog.String("message_id", idOf(msg)))
+				slog.String("queue", QueueName(msg)), slog.String("message_id", MessageID(msg)))
 			returned := false
 			defer func() {
 				if !returned {
 					// A panic on its way to an outer Recovery.
 					log.LogAttrs(ctx, slog.LevelError, "message failed: handler panicked",
-						slog.String("queue", queueOf(msg)), slog.String("message_id", idOf(msg)),
+						slog.String("queue", QueueName(msg)), slog.String("message_id", MessageID(msg)),
 						slog.Duration("duration", time.Since(start)))
 				}
 			}()
 			err = next(ctx, msg)
 			returned = true
 			attrs := []slog.Attr{
-				slog.String("queue", queueOf(msg)),
-				slog.String("message_id", idOf(msg)),
+				slog.String("queue", QueueName(msg)),
+				slog.String("message_id", MessageID(msg)),
 				slog.Duration("duration", time.Since(start)),
 			}
 			if err != nil {
@@ -41,21 +41,4 @@ func Logging(log *slog.Logger) Middleware {
 			return nil
 		}
 	}
-}
-
-// queueOf and idOf let the observing middlewares log a nil message, which a
-// caller invoking a handler chain by hand may pass, instead of panicking
-// before the handler decides what a nil message means.
-func queueOf(msg Message) string {
-	if msg == nil {
-		return ""
-	}
-	return msg.QueueName()
-}
-
-func idOf(msg Message) string {
-	if msg == nil {
-		return ""
-	}
-	return msg.ID()
 }

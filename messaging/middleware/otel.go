@@ -50,10 +50,10 @@ func OTel(routeName string, opts ...OTelOption) Middleware {
 				trace.WithSpanKind(trace.SpanKindConsumer),
 				trace.WithAttributes(
 					attribute.String("messaging.system", "aws_sqs"),
-					attribute.String("messaging.destination.name", queueOf(msg)),
-					attribute.String("messaging.message.id", idOf(msg)),
+					attribute.String("messaging.destination.name", QueueName(msg)),
+					attribute.String("messaging.message.id", MessageID(msg)),
 					attribute.String("messaging.operation.type", "process"),
-					attribute.String("messaging.aws.sqs.receive_count", strconv.Itoa(receiveCountOf(msg))),
+					attribute.String("messaging.aws.sqs.receive_count", strconv.Itoa(ReceiveCount(msg))),
 				))
 			returned := false
 			defer func() {
@@ -71,11 +71,4 @@ func OTel(routeName string, opts ...OTelOption) Middleware {
 			return err
 		}
 	}
-}
-
-func receiveCountOf(msg Message) int {
-	if msg == nil {
-		return 0
-	}
-	return msg.ReceiveCount()
 }

@@ -20,8 +20,8 @@ func Recovery(log *slog.Logger) Middleware {
 			defer func() {
 				if r := recover(); r != nil {
 					log.ErrorContext(ctx, "handler panicked",
-						slog.String("queue", queueOf(msg)),
-						slog.String("message_id", idOf(msg)),
+						slog.String("queue", QueueName(msg)),
+						slog.String("message_id", MessageID(msg)),
 						slog.Any("panic", r),
 						slog.String("stack", string(debug.Stack())))
 					err = merrors.Wrap(merrors.ErrPanic, fmt.Errorf("%v", r))

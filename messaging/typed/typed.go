@@ -39,7 +39,10 @@ func WrapHandler[T any](codec Codec[T], fn func(ctx context.Context, msg T) erro
 		// (a subscription without raw delivery) the envelope's Message.
 		v, err := codec.Decode([]byte(msg.Message()))
 		if err != nil {
-			return merrors.Fatal(fmt.Errorf("typed: decode message %s: %w", msg.ID(), err))
+			if id := middleware.MessageID(msg); id != "" {
+				return merrors.Fatal(fmt.Errorf("typed: decode message %s: %w", id, err))
+			}
+			return merrors.Fatal(fmt.Errorf("typed: decode message: %w", err))
 		}
 		return fn(ctx, v)
 	}

@@ -26,7 +26,7 @@ func TestRunKeepsGroupOrder(t *testing.T) {
 	seen := map[string][]string{}
 	h := func(ctx context.Context, msg middleware.Message) error {
 		mu.Lock()
-		seen[msg.GroupID()] = append(seen[msg.GroupID()], string(msg.Body()))
+		seen[middleware.GroupID(msg)] = append(seen[middleware.GroupID(msg)], string(msg.Body()))
 		mu.Unlock()
 		return handleMessage(ctx, msg)
 	}

@@ -32,7 +32,7 @@ func main() {
 	schedulerClient := scheduler.NewFromConfig(cfg)
 
 	handler := func(ctx context.Context, msg middleware.Message) error {
-		// Return an error (or call msg.Backoff) to exercise the scheduled-retry path.
+		// Return an error (or call Backoff on msg as a consumer.Message) to exercise the scheduled-retry path.
 		return errors.New("transient failure")
 	}
 

@@ -35,7 +35,7 @@ func main() {
 	schedulerClient := scheduler.NewFromConfig(cfg)
 
 	handler := func(ctx context.Context, msg middleware.Message) error {
-		// Return an error (or call msg.Backoff) to exercise the scheduled-retry path.
+		// Return an error (or ask for a delay with middleware.Backoff(msg, d)) to exercise the scheduled-retry path.
 		return errors.New("transient failure")
 	}
 
