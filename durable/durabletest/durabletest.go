@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
@@ -180,10 +182,19 @@ type serverExec struct {
 	invocations int
 }
 
-// Client returns a Lambda client for the checkpoint server at endpoint.
+// Client returns a Lambda client for the checkpoint server at endpoint. It
+// retries only connection errors, as the SDK's default retryer does for a
+// Lambda function's client (a checkpoint's client token makes the retry
+// safe); any answer of the server, an error included, reaches the caller as
+// it was sent.
 func Client(endpoint string) *lambda.Client {
 	return lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: aws.AnonymousCredentials{}, Retryer: aws.NopRetryer{}})
+		Credentials: aws.AnonymousCredentials{}, Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+			o.MaxAttempts = 3
+			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 10 * time.Millisecond, nil })
+			o.RateLimiter = ratelimit.None
+		})})
 }
 
 func newServer(t testing.TB, input json.RawMessage, invoke InvokeFunc) Execution {
