@@ -71,7 +71,10 @@ func testUpsertAttributes(t *testing.T, newWorld func(*testing.T) worlds.World) 
 	}
 	// A World may list from an index that lags its writes a moment (the AWS
 	// World's GSI); it never lists a run by a value the run no longer has.
-	waitFor(t, func() bool { got := list(map[string]string{"customer": customer, "stage": "waiting"}); return len(got) == 1 && got[0] == run.ID() })
+	waitFor(t, func() bool {
+		got := list(map[string]string{"customer": customer, "stage": "waiting"})
+		return len(got) == 1 && got[0] == run.ID()
+	})
 	if got := list(map[string]string{"customer": customer, "stage": "start"}); len(got) != 0 {
 		t.Fatalf("runs with the replaced stage=start = %v, want none", got)
 	}
@@ -88,7 +91,9 @@ func testUpsertAttributes(t *testing.T, newWorld func(*testing.T) worlds.World) 
 	if want := fmt.Sprint(map[string]string{"customer": customer, "stage": "done", "extra": "1"}); fmt.Sprint(r.Attributes) != want {
 		t.Fatalf("attributes at the end = %v, want %v", r.Attributes, want)
 	}
-	waitFor(t, func() bool { return len(list(map[string]string{"customer": customer, "stage": "done", "extra": "1"})) == 1 })
+	waitFor(t, func() bool {
+		return len(list(map[string]string{"customer": customer, "stage": "done", "extra": "1"})) == 1
+	})
 	events, err := worlds.AllEvents(ctx, w, run.ID())
 	if err != nil {
 		t.Fatal(err)
