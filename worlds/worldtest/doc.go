@@ -7,7 +7,8 @@
 //
 // The suite covers every event type and invalid transition, optimistic concurrency,
 // queue idempotency, redelivery and early arrival, waits and cancelled waits,
-// hooks, streams, cancellation, retention and pagination. Behaviour a World
+// hooks, streams, cancellation, retention, pagination and attribute filters
+// ([worlds.RunFilter].Attributes). Behaviour a World
 // declares it lacks in [worlds.Capabilities] is skipped, and so is the
 // withdrawal of queued deliveries when the World is not a
 // [worlds.DeliveryCanceller]; tests that consume deliveries need a
