@@ -1,6 +1,6 @@
 // Package loafer_test checks the programs under examples/loafer: they are
-// loafer-awsx programs whose only change is the import path, so they may use
-// nothing of cairn beyond the packages loafer-awsx has.
+// written as a loafer-awsx user writes programs, with cairn's import path, so
+// they may use nothing of cairn beyond the packages loafer-awsx has.
 package loafer_test
 
 import (
@@ -17,11 +17,11 @@ const cairnMessaging = "github.com/cairn-go/cairn/messaging/"
 
 // loaferPackages are loafer-awsx's packages.
 var loaferPackages = map[string]bool{
-	"broker": true, "conn": true, "consumer": true, "errors": true, "idgen": true,
+	"broker": true, "client": true, "conn": true, "consumer": true, "errors": true, "idgen": true,
 	"logger": true, "middleware": true, "producer": true, "router": true, "typed": true,
 }
 
-var programs = []string{"handler", "publish", "fifo", "scheduledretry", "snsfanout"}
+var programs = []string{"handler", "publish", "fifo", "scheduledretry", "snsfanout", "typed"}
 
 // TestOnlySeedPackages: with cairn's import path swapped for loafer-awsx's,
 // every import of every program exists in loafer-awsx.

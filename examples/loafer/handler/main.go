@@ -9,9 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/cairn-go/cairn/messaging/broker"
+	"github.com/cairn-go/cairn/messaging/client"
 	"github.com/cairn-go/cairn/messaging/conn"
 	"github.com/cairn-go/cairn/messaging/consumer"
 	"github.com/cairn-go/cairn/messaging/logger"
@@ -38,7 +37,13 @@ func main() {
 	if err != nil {
 		log.Fatalf("aws config: %v", err)
 	}
-	if err := run(ctx, sqs.NewFromConfig(cfg), queueName); err != nil {
+	// NewSQS checks that SQS answers, so a wrong endpoint or credential
+	// fails here rather than at the first receive.
+	sqsClient, err := client.NewSQS(ctx, cfg)
+	if err != nil {
+		log.Fatalf("sqs: %v", err)
+	}
+	if err := run(ctx, sqsClient, queueName); err != nil {
 		log.Fatalf("broker: %v", err)
 	}
 }

@@ -8,8 +8,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sns"
-
+	"github.com/cairn-go/cairn/messaging/client"
 	"github.com/cairn-go/cairn/messaging/conn"
 	"github.com/cairn-go/cairn/messaging/idgen"
 	"github.com/cairn-go/cairn/messaging/producer"
@@ -33,7 +32,11 @@ func main() {
 	}
 	standard := producer.BuildTopicARN(region, accountID, "example-events")
 	fifo := producer.BuildTopicARN(region, accountID, "example-orders.fifo")
-	if err := run(ctx, sns.NewFromConfig(cfg), standard, fifo); err != nil {
+	snsClient, err := client.NewSNS(ctx, cfg, client.WithPingTimeout(5*time.Second))
+	if err != nil {
+		log.Fatalf("sns: %v", err)
+	}
+	if err := run(ctx, snsClient, standard, fifo); err != nil {
 		log.Fatal(err)
 	}
 }
