@@ -216,6 +216,15 @@ func TestAWSWorkflowsUnderFaults(t *testing.T) {
 			dump(t, clean, id)
 			lines := strings.Split(logs.String(), "\n")
 			t.Logf("last of the World's log:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+			// The stuck run's own lines, from the start: the last 60 lines are
+			// mostly other runs by the time the wait gives up.
+			var own []string
+			for _, l := range lines {
+				if strings.Contains(l, id+" ") || strings.Contains(l, id+"-") || strings.HasSuffix(l, id) {
+					own = append(own, l)
+				}
+			}
+			t.Logf("the World's log lines naming %s:\n%s", id, strings.Join(own, "\n"))
 			t.Fatalf("seed %d: wait %s: %v (faults %s)", s, id, err, f)
 		}
 		if run.Status != worlds.RunCompleted {
