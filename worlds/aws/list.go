@@ -384,12 +384,16 @@ func (w *World) ListEvents(ctx context.Context, runID string, f worlds.EventFilt
 	page := worlds.Page[worlds.Event]{Items: []worlds.Event{}}
 	var decodeErr error
 	err = w.queryRun(ctx, runID, eventSK(after+1), "EVENT#~", limit+1, func(item map[string]types.AttributeValue) bool {
-		ev, err := decodeData[worlds.Event](item)
+		evs, err := decodeEvents(item)
 		if err != nil {
 			decodeErr = err
 			return false
 		}
-		page.Items = append(page.Items, *ev)
+		for _, ev := range evs {
+			if ev.Seq > after { // a pack keyed by its last seq may start before the page
+				page.Items = append(page.Items, ev)
+			}
+		}
 		return len(page.Items) <= limit
 	})
 	if err == nil {

@@ -1,9 +1,11 @@
 package awsworld
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -391,6 +393,72 @@ type tokenState struct {
 	claimed       bool
 }
 
+// eventItems packs the events of one append into as few items as fit DynamoDB's
+// item size: a pack is keyed by the seq of its last event and holds a JSON array,
+// a single event keeps the layout of one JSON object under its own seq. Writing an
+// append's step outcome, the next step's creation and its start as one item instead
+// of three saves four write units a step (each transactional item is billed at
+// least 2), and keying packs by their last seq keeps the log ordered by sort key,
+// so ListEvents finds the pack holding any seq with one range query.
+func eventItems(effects []worlds.Effect) ([]map[string]types.AttributeValue, error) {
+	const overhead = len(attrPK) + len(attrSK) + len(attrData) + len("EVENT#") + 26 + 2
+	var items []map[string]types.AttributeValue
+	var pack [][]byte
+	var packSeq int64
+	size := 0
+	flush := func() {
+		if len(pack) == 0 {
+			return
+		}
+		item := key(runPK(effects[0].Event.RunID), eventSK(packSeq))
+		if len(pack) == 1 {
+			item[attrData] = s(string(pack[0]))
+		} else {
+			item[attrData] = s("[" + string(bytes.Join(pack, []byte(","))) + "]")
+		}
+		items = append(items, item)
+		pack, size = nil, 0
+	}
+	for i := range effects {
+		ev := effects[i].Event
+		b, err := json.Marshal(ev)
+		if err != nil { // the model types always marshal
+			return nil, fmt.Errorf("awsworld: encode event %d of run %s: %w", ev.Seq, ev.RunID, err)
+		}
+		base := overhead + len(runPK(ev.RunID))
+		if base+len(b) > maxItemBytes {
+			return nil, &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID,
+				Reason: fmt.Sprintf("event item is %d bytes, over DynamoDB's %d", base+len(b), maxItemBytes)}
+		}
+		if len(pack) > 0 && base+size+len(b)+1 > maxItemBytes {
+			flush()
+		}
+		pack = append(pack, b)
+		packSeq = ev.Seq
+		size += len(b) + 1
+	}
+	flush()
+	return items, nil
+}
+
+// decodeEvents reads the events of one event item: a single event (every item
+// written before packing, and every append of one event) or a pack of several.
+func decodeEvents(item map[string]types.AttributeValue) ([]worlds.Event, error) {
+	data := getS(item, attrData)
+	if strings.HasPrefix(data, "[") {
+		var evs []worlds.Event
+		if err := json.Unmarshal([]byte(data), &evs); err != nil {
+			return nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+		}
+		return evs, nil
+	}
+	ev, err := decodeData[worlds.Event](item)
+	if err != nil {
+		return nil, err
+	}
+	return []worlds.Event{*ev}, nil
+}
+
 // appendActions turns effects into the transaction: events, then each changed
 // item once in its final state, then the run view with the count condition.
 func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.TransactWriteItem, error) {
@@ -436,14 +504,15 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 		}
 		hooks[h.HookID] = h
 	}
+	evItems, err := eventItems(effects)
+	if err != nil {
+		return nil, err
+	}
+	for _, item := range evItems {
+		put(item, "", nil, nil)
+	}
 	for i := range effects {
 		eff := &effects[i]
-		item := key(runPK(eff.Event.RunID), eventSK(eff.Event.Seq))
-		item[attrData] = encodeData(eff.Event)
-		if size := itemSize(item); size > maxItemBytes {
-			return nil, tooLarge(eff.Event, "event", size)
-		}
-		put(item, "", nil, nil)
 		if eff.Step != nil {
 			c, ok := steps[eff.Step.StepID]
 			if !ok {

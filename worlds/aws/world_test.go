@@ -275,10 +275,10 @@ func TestLimits(t *testing.T) {
 	mustAppend(t, e.w, "many", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
 	var evs []worlds.Event
 	for i := range 100 {
-		evs = append(evs, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": fmt.Sprint(i)}})
+		evs = append(evs, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: fmt.Sprintf("s%d", i), StepName: "x"})
 	}
-	// Each event is an action, so is the run view, and so is the item of the
-	// attribute k, whose value they change.
+	// The events are packed into one item, and the run view is one more action,
+	// but each new step is an item of its own.
 	if _, err := e.w.Append(ctx, "many", evs[:99]...); !errors.Is(err, awsworld.ErrTooManyActions) || !errors.Is(err, worlds.ErrEventInvalid) {
 		t.Fatalf("101 actions: %v", err)
 	}
@@ -833,5 +833,89 @@ func TestDuplicateMessagesOfADeliveryTakeTurns(t *testing.T) {
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("retry of a finished delivery reported %+v", resp)
 		}
+	}
+}
+
+// TestPackedEvents checks that an append's events share one item, that a single
+// event keeps the layout of one JSON object, that packs too large for one item are
+// split, and that ListEvents pages through packs from any position.
+func TestPackedEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	eventItems := func(runID string) []string {
+		t.Helper()
+		out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :ev)"),
+			ExpressionAttributeValues: map[string]ddbAttr{":pk": &ddbtypes.AttributeValueMemberS{Value: "RUN#" + runID}, ":ev": &ddbtypes.AttributeValueMemberS{Value: "EVENT#"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shapes []string
+		for _, item := range out.Items {
+			sk := item["sk"].(*ddbtypes.AttributeValueMemberS).Value
+			data := item["data"].(*ddbtypes.AttributeValueMemberS).Value
+			shapes = append(shapes, strings.TrimLeft(sk[len("EVENT#"):], "0")+data[:1])
+		}
+		return shapes
+	}
+
+	mustAppend(t, e.w, "packed", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+	mustAppend(t, e.w, "packed",
+		worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "x"},
+		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1},
+		worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s1", Output: json.RawMessage(`1`)})
+	mustAppend(t, e.w, "packed", worlds.Event{Type: worlds.EventRunCompleted, Output: json.RawMessage(`1`)})
+	// Keys are the last seq of each item; "{" is one event, "[" a pack.
+	if got, want := strings.Join(eventItems("packed"), " "), "1{ 5[ 6{"; got != want {
+		t.Fatalf("event items = %s, want %s", got, want)
+	}
+	for limit := 1; limit <= 7; limit++ {
+		for after := int64(0); after <= 6; after++ {
+			var seqs []int64
+			f := worlds.EventFilter{Limit: limit, AfterSeq: after}
+			for pages := 0; ; pages++ {
+				if pages > 6 {
+					t.Fatalf("limit %d after %d: more than 6 pages for 6 events: %v", limit, after, seqs)
+				}
+				page, err := e.w.ListEvents(ctx, "packed", f)
+				if err != nil {
+					t.Fatalf("limit %d after %d: %v", limit, after, err)
+				}
+				if len(page.Items) > limit {
+					t.Fatalf("limit %d after %d: page of %d", limit, after, len(page.Items))
+				}
+				for _, ev := range page.Items {
+					seqs = append(seqs, ev.Seq)
+				}
+				if page.Cursor == "" {
+					break
+				}
+				f.Cursor = page.Cursor
+			}
+			var want []int64
+			for seq := after + 1; seq <= 6; seq++ {
+				want = append(want, seq)
+			}
+			if fmt.Sprint(seqs) != fmt.Sprint(want) {
+				t.Fatalf("limit %d after %d: seqs %v, want %v", limit, after, seqs, want)
+			}
+		}
+	}
+
+	// Two events of 300 KB cannot share a 400 KB item.
+	big := json.RawMessage(`"` + strings.Repeat("x", 300*1024) + `"`)
+	mustAppend(t, e.w, "split", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+	mustAppend(t, e.w, "split",
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "a", StepName: "x", Input: big},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "b", StepName: "x", Input: big},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "c", StepName: "x"})
+	if got, want := strings.Join(eventItems("split"), " "), "1{ 2{ 4["; got != want {
+		t.Fatalf("event items = %s, want %s", got, want)
+	}
+	page, err := e.w.ListEvents(ctx, "split", worlds.EventFilter{})
+	if err != nil || len(page.Items) != 4 || string(page.Items[2].Input) != string(big) || page.Items[3].CorrelationID != "c" {
+		t.Fatalf("split log: %d events, %v", len(page.Items), err)
 	}
 }
