@@ -55,24 +55,62 @@ const (
 
 // awsMeter counts AWS requests by service and operation, DynamoDB consumed
 // capacity, and SQS billed 64 KiB chunks, through an SDK middleware.
+// Write units are computed from the written items (see awswrites_test.go); the
+// units DynamoDB Local reports for writes are kept apart, as localWCU.
 type awsMeter struct {
 	mu       sync.Mutex
+	images   *dynamodb.Client // unmetered; nil: write units are not computed
 	requests map[string]int64
 	wcu, rcu float64
+	localWCU float64
 	sqsUnits int64
+	err      error
 }
 
-func newAWSMeter() *awsMeter { return &awsMeter{requests: map[string]int64{}} }
+func newAWSMeter(images *dynamodb.Client) *awsMeter {
+	return &awsMeter{images: images, requests: map[string]int64{}}
+}
 
 // apply installs the meter on an SDK client's middleware stack.
 func (m *awsMeter) apply(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("cairnCostMeter",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			askCapacity(in.Parameters)
+			var writes []itemWrite
+			var before []map[string]ddbtypes.AttributeValue
+			if m.images != nil {
+				writes = writesOf(in.Parameters)
+				var err error
+				if before, err = images(ctx, m.images, writes); err != nil {
+					m.fail(err)
+				}
+			}
 			out, md, err := next.HandleInitialize(ctx, in)
+			if len(writes) > 0 && before != nil {
+				after, ierr := images(ctx, m.images, writes)
+				if ierr != nil {
+					m.fail(ierr)
+				} else {
+					units := 0.0
+					for i, w := range writes {
+						units += writeUnits(before[i], after[i], w.transactional)
+					}
+					m.mu.Lock()
+					m.wcu += units
+					m.mu.Unlock()
+				}
+			}
 			m.record(awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx), in.Parameters, out.Result)
 			return out, md, err
 		}), middleware.Before)
+}
+
+func (m *awsMeter) fail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err == nil {
+		m.err = fmt.Errorf("reading written items for the meter: %w", err)
+	}
 }
 
 // askCapacity asks DynamoDB to return the capacity each request consumed.
@@ -140,20 +178,22 @@ func (m *awsMeter) record(op string, params, result any) {
 		m.sqsUnits += units
 	}
 	for _, c := range caps {
-		// DynamoDB reports transactional capacity already doubled, as billed.
 		if c.WriteCapacityUnits != nil {
-			m.wcu += *c.WriteCapacityUnits
+			m.localWCU += *c.WriteCapacityUnits
 		}
 		if c.ReadCapacityUnits != nil {
 			m.rcu += *c.ReadCapacityUnits
 		}
 		if c.WriteCapacityUnits == nil && c.ReadCapacityUnits == nil && c.CapacityUnits != nil {
 			if strings.Contains(op, "Write") || strings.Contains(op, "Put") || strings.Contains(op, "Update") || strings.Contains(op, "Delete") {
-				m.wcu += *c.CapacityUnits
+				m.localWCU += *c.CapacityUnits
 			} else {
 				m.rcu += *c.CapacityUnits
 			}
 		}
+	}
+	if m.images == nil { // nothing computed: bill what DynamoDB reported
+		m.wcu = m.localWCU
 	}
 }
 
@@ -233,12 +273,12 @@ func BenchmarkAWSCost(b *testing.B) {
 func benchAWSCost(b *testing.B, steps int) {
 	ddbURL, sqsURL := endpointOrSkip(b, "DYNAMODB_ENDPOINT"), endpointOrSkip(b, "SQS_ENDPOINT")
 	ctx := context.Background()
-	meter := newAWSMeter()
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	b.Cleanup(tr.CloseIdleConnections)
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 		RetryMaxAttempts: 3, HTTPClient: &http.Client{Transport: tr}}
 	plainDB := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ddbURL) })
+	meter := newAWSMeter(plainDB)
 	plainSQS := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(sqsURL) })
 	cfg.APIOptions = append(cfg.APIOptions, meter.apply)
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ddbURL) })
@@ -333,12 +373,16 @@ func benchAWSCost(b *testing.B, steps int) {
 	}
 	b.StopTimer()
 	bill := meter.bill(invocations)
+	if meter.err != nil {
+		b.Fatal(meter.err)
+	}
 	total := float64(b.N * steps)
 	b.ReportMetric(bill.total()/total*1e6, "usd/Msteps")
 	b.ReportMetric(bill.ddbUSD/total*1e6, "ddb-usd/Msteps")
 	b.ReportMetric(bill.sqsUSD/total*1e6, "sqs-usd/Msteps")
 	b.ReportMetric(bill.lambdaUSD/total*1e6, "lambda-usd/Msteps")
 	b.ReportMetric(bill.wcu/total, "wcu/step")
+	b.ReportMetric(meter.localWCU/total, "ddblocal-wcu/step")
 	b.ReportMetric(bill.rcu/total, "rcu/step")
 	b.ReportMetric(float64(invocations)/total, "invocations/step")
 	ops := make([]string, 0, len(bill.requests))

@@ -15,7 +15,7 @@ import (
 // TestAWSMeterBill checks the meter's accounting and the price formula on
 // hand-made requests, without the emulators.
 func TestAWSMeterBill(t *testing.T) {
-	m := newAWSMeter()
+	m := newAWSMeter(nil)
 	in := &dynamodb.TransactWriteItemsInput{}
 	askCapacity(in)
 	if in.ReturnConsumedCapacity != ddbtypes.ReturnConsumedCapacityTotal {
@@ -44,5 +44,48 @@ func TestAWSMeterBill(t *testing.T) {
 	want := 4*0.625e-6 + 0.5*0.125e-6 + 3*0.40e-6 + 1e-6 + 2*(0.20e-6+0.25*0.020*0.0000133334)
 	if got := b.total(); math.Abs(got-want) > 1e-15 {
 		t.Fatalf("total %g, want %g", got, want)
+	}
+}
+
+// TestWriteUnits checks the meter's write units against AWS's on-demand rules on
+// hand-made item images.
+func TestWriteUnits(t *testing.T) {
+	str := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	item := func(kv ...string) map[string]ddbtypes.AttributeValue {
+		m := map[string]ddbtypes.AttributeValue{"pk": str("RUN#r"), "sk": str("META")}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = str(kv[i+1])
+		}
+		return m
+	}
+	listed := func(status, listSK string, extra ...string) map[string]ddbtypes.AttributeValue {
+		return item(append([]string{"list_pk", "RUNS#1", "list_sk", listSK, "list_group_pk", "RUNS#w#1", "list_group_sk", listSK, "status", status}, extra...)...)
+	}
+	kb := strings.Repeat("x", 1500)
+	tests := []struct {
+		name          string
+		before, after map[string]ddbtypes.AttributeValue
+		txn           bool
+		want          float64
+	}{
+		{"new small item", nil, item("data", "{}"), false, 1},
+		{"new small item in a transaction", nil, item("data", "{}"), true, 2},
+		{"1.5 KB item in a transaction", nil, item("data", kb), true, 4},
+		{"shrinking update billed by the larger image", item("data", kb), item("data", "{}"), false, 2},
+		{"delete", item("data", "{}"), nil, false, 1},
+		{"refused write", item("data", "{}"), item("data", "{}"), true, 2},
+		{"new run view enters two indexes", nil, listed("pending", "t1#r"), true, 2 + 1 + 1},
+		{"run view rewritten, indexes unchanged", listed("running", "t1#r", "data", "a"), listed("running", "t1#r", "data", "b"), true, 2},
+		{"status change rewrites both entries", listed("pending", "t1#r"), listed("running", "t1#r"), true, 2 + 1 + 1},
+		{"key change deletes and adds", listed("running", "t1#r"), listed("running", "t2#r"), false, 1 + 2 + 2},
+		{"keys-only index", nil, item("attr_pk", "ATTR#0#1:k=v", "attr_sk", "t1#r"), true, 2 + 1},
+	}
+	for _, tt := range tests {
+		if got := writeUnits(tt.before, tt.after, tt.txn); got != tt.want {
+			t.Errorf("%s: %v write units, want %v", tt.name, got, tt.want)
+		}
+	}
+	if got := itemBytes(map[string]ddbtypes.AttributeValue{"n": &ddbtypes.AttributeValueMemberN{Value: "12345"}, "ok": &ddbtypes.AttributeValueMemberBOOL{Value: true}}); got != 1+4+2+1 {
+		t.Errorf("itemBytes = %d, want 8", got)
 	}
 }
