@@ -1,7 +1,6 @@
 package awsworld
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -401,44 +400,49 @@ type tokenState struct {
 // least 2), and keying packs by their last seq keeps the log ordered by sort key,
 // so ListEvents finds the pack holding any seq with one range query.
 func eventItems(effects []worlds.Effect) ([]map[string]types.AttributeValue, error) {
-	const overhead = len(attrPK) + len(attrSK) + len(attrData) + len("EVENT#") + 26 + 2
+	runID := effects[0].Event.RunID
+	// eventSK is fixed-width, so every event item of the run has the size of
+	// its key and attribute names plus its data.
+	base := itemSize(key(runPK(runID), eventSK(0))) + len(attrData) + len("[]")
 	var items []map[string]types.AttributeValue
-	var pack [][]byte
+	var pack []string
 	var packSeq int64
-	size := 0
+	size := base
 	flush := func() {
 		if len(pack) == 0 {
 			return
 		}
-		item := key(runPK(effects[0].Event.RunID), eventSK(packSeq))
+		item := key(runPK(runID), eventSK(packSeq))
 		if len(pack) == 1 {
-			item[attrData] = s(string(pack[0]))
+			item[attrData] = s(pack[0])
 		} else {
-			item[attrData] = s("[" + string(bytes.Join(pack, []byte(","))) + "]")
+			item[attrData] = s("[" + strings.Join(pack, ",") + "]")
 		}
 		items = append(items, item)
-		pack, size = nil, 0
+		pack, size = nil, base
 	}
 	for i := range effects {
 		ev := effects[i].Event
-		b, err := json.Marshal(ev)
-		if err != nil { // the model types always marshal
-			return nil, fmt.Errorf("awsworld: encode event %d of run %s: %w", ev.Seq, ev.RunID, err)
+		data := encodeData(ev).(*types.AttributeValueMemberS).Value
+		if base+len(data) > maxItemBytes {
+			return nil, itemTooLarge(ev, "event", base+len(data))
 		}
-		base := overhead + len(runPK(ev.RunID))
-		if base+len(b) > maxItemBytes {
-			return nil, &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID,
-				Reason: fmt.Sprintf("event item is %d bytes, over DynamoDB's %d", base+len(b), maxItemBytes)}
-		}
-		if len(pack) > 0 && base+size+len(b)+1 > maxItemBytes {
+		if len(pack) > 0 && size+len(data)+1 > maxItemBytes {
 			flush()
 		}
-		pack = append(pack, b)
+		pack = append(pack, data)
 		packSeq = ev.Seq
-		size += len(b) + 1
+		size += len(data) + 1
 	}
 	flush()
 	return items, nil
+}
+
+// itemTooLarge is the error for an append whose item of the given kind does not
+// fit DynamoDB's item size.
+func itemTooLarge(ev worlds.Event, what string, size int) error {
+	return &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID,
+		Reason: fmt.Sprintf("%s item is %d bytes, over DynamoDB's %d", what, size, maxItemBytes)}
 }
 
 // decodeEvents reads the events of one event item: a single event (every item
@@ -471,10 +475,6 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 			p.ExpressionAttributeValues = values
 		}
 		actions = append(actions, types.TransactWriteItem{Put: p})
-	}
-	tooLarge := func(ev worlds.Event, what string, size int) error {
-		return &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: ev.RunID, Type: ev.Type, CorrelationID: ev.CorrelationID,
-			Reason: fmt.Sprintf("%s item is %d bytes, over DynamoDB's %d", what, size, maxItemBytes)}
 	}
 
 	existing := map[string]bool{}
@@ -565,14 +565,14 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 			item[attrData] = encodeData(c.step)
 			item[attrSeq] = n(c.created)
 			if size := itemSize(item); size > maxItemBytes {
-				return nil, tooLarge(c.ev, "step", size)
+				return nil, itemTooLarge(c.ev, "step", size)
 			}
 			put(item, "", nil, nil)
 			continue
 		}
 		data := encodeData(c.step)
 		if size := attrSize(data) + 200; size > maxItemBytes {
-			return nil, tooLarge(c.ev, "step", size)
+			return nil, itemTooLarge(c.ev, "step", size)
 		}
 		actions = append(actions, types.TransactWriteItem{Update: &types.Update{
 			TableName: w.table, Key: key(runPK(c.step.RunID), stepSK(id)),
@@ -584,7 +584,7 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 	for _, id := range hookOrder {
 		item := w.hookItem(hooks[id])
 		if size := itemSize(item); size > maxItemBytes {
-			return nil, tooLarge(effects[0].Event, "hook", size)
+			return nil, itemTooLarge(effects[0].Event, "hook", size)
 		}
 		if newHooks[id] {
 			put(item, "attribute_not_exists(pk)", nil, nil)
@@ -618,7 +618,7 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 	actions = append(actions, w.attrActions(st.run, &last)...)
 	meta := w.runItem(&last, hookIDs)
 	if size := itemSize(meta); size > maxItemBytes {
-		return nil, tooLarge(effects[len(effects)-1].Event, "run view", size)
+		return nil, itemTooLarge(effects[len(effects)-1].Event, "run view", size)
 	}
 	if st.run == nil {
 		put(meta, "attribute_not_exists(pk)", nil, nil)
