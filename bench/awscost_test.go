@@ -192,9 +192,6 @@ func (m *awsMeter) record(op string, params, result any) {
 			}
 		}
 	}
-	if m.images == nil { // nothing computed: bill what DynamoDB reported
-		m.wcu = m.localWCU
-	}
 }
 
 func optCap(c *ddbtypes.ConsumedCapacity) []ddbtypes.ConsumedCapacity {
@@ -220,6 +217,9 @@ func (m *awsMeter) bill(invocations int64) awsBill {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := awsBill{requests: map[string]int64{}, wcu: m.wcu, rcu: m.rcu, sqsUnits: m.sqsUnits, invocations: invocations}
+	if m.images == nil { // nothing computed: bill what DynamoDB reported
+		b.wcu = m.localWCU
+	}
 	for k, v := range m.requests {
 		b.requests[k] = v
 		if k == "Scheduler.CreateSchedule" {
