@@ -6,5 +6,7 @@
 // producer publishes to SNS, typed adds generic handlers and producers, idgen
 // generates FIFO IDs, lambda reuses the same routes inside an AWS Lambda SQS
 // event source, and errors holds the sentinels and the error classification
-// (retry, fatal, backoff) that every package shares.
+// (retry, fatal, backoff) that every package shares. For tests, messagingtest
+// has in-memory SQS, SNS and Scheduler services that follow AWS's rules, and
+// fake has loafer-awsx's programmable doubles.
 package messaging
