@@ -66,6 +66,9 @@ func WithMiddleware(mws ...middleware.Middleware) Option {
 	return func(c *config) { c.global = append(c.global, mws...) }
 }
 
+// WithGlobalMiddleware is WithMiddleware under loafer-awsx's name.
+func WithGlobalMiddleware(mws ...middleware.Middleware) Option { return WithMiddleware(mws...) }
+
 // WithSchedulerClient forwards the EventBridge Scheduler client to every
 // consumer, so Scheduled Retry routes run under the broker.
 func WithSchedulerClient(s consumer.SchedulerClient) Option {

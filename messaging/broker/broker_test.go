@@ -105,7 +105,7 @@ func TestBrokerMiddlewareOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(fake, []*router.Route{r}, broker.WithLogger(logger.NewNoOp()), broker.WithMiddleware(tag("global")))
+	b, err := broker.New(fake, []*router.Route{r}, broker.WithLogger(logger.NewNoOp()), broker.WithGlobalMiddleware(tag("global")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,9 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 			o(&cfg)
 		}
 	}
+	if err := errors.Join(cfg.invalid...); err != nil {
+		return nil, err
+	}
 	mws := append(append([]middleware.Middleware(nil), cfg.global...), route.Middlewares()...)
 	c := &Consumer{
 		client:   client,

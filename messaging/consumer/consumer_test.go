@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +61,15 @@ func TestNewValidation(t *testing.T) {
 	}
 	if _, err := consumer.New(messagingtest.NewSQS(), nil); !errors.Is(err, merrors.ErrNoRoute) {
 		t.Fatalf("nil route: %v", err)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		c, err := consumer.New(messagingtest.NewSQS(), r, consumer.WithRetryTimeout(d))
+		if !errors.Is(err, merrors.ErrInvalidOption) || c != nil || !strings.Contains(err.Error(), d.String()) {
+			t.Errorf("WithRetryTimeout(%v): consumer %v, error %v; want nil and ErrInvalidOption naming the value", d, c, err)
+		}
+	}
+	if _, err := consumer.New(messagingtest.NewSQS(), r, consumer.WithRetryTimeout(time.Millisecond)); err != nil {
+		t.Fatalf("WithRetryTimeout(1ms): %v", err)
 	}
 }
 

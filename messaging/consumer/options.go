@@ -2,12 +2,14 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	merrors "github.com/cairn-go/cairn/messaging/errors"
 	"github.com/cairn-go/cairn/messaging/middleware"
 )
 
@@ -86,6 +88,8 @@ const (
 )
 
 type config struct {
+	// invalid collects the options' validation errors, returned by New.
+	invalid         []error
 	log             *slog.Logger
 	retryTimeout    time.Duration
 	global          []middleware.Middleware
@@ -111,13 +115,15 @@ func WithLogger(log *slog.Logger) Option {
 	}
 }
 
-// WithRetryTimeout sets the wait after a failed ReceiveMessage (default 5s);
-// non-positive values are ignored.
+// WithRetryTimeout sets the wait after a failed ReceiveMessage (default 5s).
+// New refuses a non-positive d with an error wrapping errors.ErrInvalidOption.
 func WithRetryTimeout(d time.Duration) Option {
 	return func(c *config) {
-		if d > 0 {
-			c.retryTimeout = d
+		if d <= 0 {
+			c.invalid = append(c.invalid, fmt.Errorf("%w: consumer.WithRetryTimeout(%v): must be positive", merrors.ErrInvalidOption, d))
+			return
 		}
+		c.retryTimeout = d
 	}
 }
 
