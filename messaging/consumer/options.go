@@ -155,6 +155,32 @@ func WithDeadLetterMetric(fn func(routeName string)) Option {
 	return func(c *config) { c.deadMetric = fn }
 }
 
+// MetricsRecorder receives the consumer's outcome counts per route, as
+// loafer-awsx's consumer.WithMetrics takes them. Its methods are called on
+// the same events as the functions of WithDLQMetric, WithSuccessMetric,
+// WithRetryMetric and WithDeadLetterMetric.
+type MetricsRecorder interface {
+	// IncDLQ counts a fatal message handed to the queue's redrive policy.
+	IncDLQ(routeName string)
+	// IncSuccess counts a handled message that was deleted.
+	IncSuccess(routeName string)
+	// IncRetry counts a Scheduled Retry schedule created.
+	IncRetry(routeName string)
+	// IncDeadLetter counts an exhausted message published to the
+	// Scheduled Retry DLQ.
+	IncDeadLetter(routeName string)
+}
+
+// WithMetrics sets all four outcome metrics from r; a nil r is ignored.
+func WithMetrics(r MetricsRecorder) Option {
+	return func(c *config) {
+		if r == nil {
+			return
+		}
+		c.dlqMetric, c.successMetric, c.retryMetric, c.deadMetric = r.IncDLQ, r.IncSuccess, r.IncRetry, r.IncDeadLetter
+	}
+}
+
 // WithClock replaces the wall clock (tests). A nil clock is ignored.
 func WithClock(clk Clock) Option {
 	return func(c *config) {
