@@ -221,7 +221,7 @@ func TestLoaferDoubleThroughRouteChain(t *testing.T) {
 	if n := sum(t, reg, middleware.MetricReceived); n != 3 {
 		t.Errorf("received = %v, want 3", n)
 	}
-	if !strings.Contains(logs.String(), `"msg":"message processed"`) || !strings.Contains(logs.String(), `"msg":"handler panicked"`) {
+	if !strings.Contains(logs.String(), `"msg":"message processed"`) || !strings.Contains(logs.String(), `"msg":"panic recovered"`) {
 		t.Errorf("logs miss the outcomes:\n%s", logs.String())
 	}
 	ended := spans.Ended()

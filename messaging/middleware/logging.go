@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Logging logs each message's receipt at Debug and its outcome and duration
-// at Info (success) or Error (failure). A nil log discards.
+// Logging logs each message's receipt at Info and its outcome and duration
+// at Info (success) or Error (failure), as loafer-awsx does. A nil log
+// discards.
 func Logging(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -15,24 +16,18 @@ func Logging(log *slog.Logger) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, msg Message) (err error) {
 			start := time.Now()
-			log.DebugContext(ctx, "message received",
-				slog.String("queue", QueueName(msg)), slog.String("message_id", MessageID(msg)))
+			log.LogAttrs(ctx, slog.LevelInfo, "message received", logAttrs(msg)...)
 			returned := false
 			defer func() {
 				if !returned {
 					// A panic on its way to an outer Recovery.
 					log.LogAttrs(ctx, slog.LevelError, "message failed: handler panicked",
-						slog.String("queue", QueueName(msg)), slog.String("message_id", MessageID(msg)),
-						slog.Duration("duration", time.Since(start)))
+						append(logAttrs(msg), slog.Duration("duration", time.Since(start)))...)
 				}
 			}()
 			err = next(ctx, msg)
 			returned = true
-			attrs := []slog.Attr{
-				slog.String("queue", QueueName(msg)),
-				slog.String("message_id", MessageID(msg)),
-				slog.Duration("duration", time.Since(start)),
-			}
+			attrs := append(logAttrs(msg), slog.Duration("duration", time.Since(start)))
 			if err != nil {
 				log.LogAttrs(ctx, slog.LevelError, "message failed", append(attrs, slog.Any("error", err))...)
 				return err
@@ -41,4 +36,20 @@ func Logging(log *slog.Logger) Middleware {
 			return nil
 		}
 	}
+}
+
+// logAttrs names msg in a log record: its queue and its MessageId, or for a
+// message that does not carry one (a test double) its Identifier. A nil msg
+// gets no message_id.
+func logAttrs(msg Message) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 4)
+	attrs = append(attrs, slog.String("queue", QueueName(msg)))
+	if msg == nil {
+		return attrs
+	}
+	id := MessageID(msg)
+	if id == "" {
+		id = msg.Identifier()
+	}
+	return append(attrs, slog.String("message_id", id))
 }

@@ -19,11 +19,8 @@ func Recovery(log *slog.Logger) Middleware {
 		return func(ctx context.Context, msg Message) (err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					log.ErrorContext(ctx, "handler panicked",
-						slog.String("queue", QueueName(msg)),
-						slog.String("message_id", MessageID(msg)),
-						slog.Any("panic", r),
-						slog.String("stack", string(debug.Stack())))
+					log.LogAttrs(ctx, slog.LevelError, "panic recovered",
+						append(logAttrs(msg), slog.Any("panic", r), slog.String("stack", string(debug.Stack())))...)
 					err = merrors.Wrap(merrors.ErrPanic, fmt.Errorf("%v", r))
 				}
 			}()

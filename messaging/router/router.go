@@ -35,7 +35,7 @@ func (m Mode) String() string {
 	case PerGroupID:
 		return "PerGroupID"
 	}
-	return fmt.Sprintf("Mode(%d)", int(m))
+	return "Unknown"
 }
 
 // RetryModel is how a failed FIFO message is retried.
