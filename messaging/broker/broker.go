@@ -23,11 +23,9 @@ type Broker struct {
 }
 
 type config struct {
-	log          *slog.Logger
-	retryTimeout time.Duration
-	shutdown     time.Duration
-	global       []middleware.Middleware
-	extra        []consumer.Option
+	log    *slog.Logger
+	global []middleware.Middleware
+	extra  []consumer.Option
 }
 
 // Option configures a Broker.
@@ -42,23 +40,18 @@ func WithLogger(log *slog.Logger) Option {
 	}
 }
 
-// WithRetryTimeout sets each consumer's wait after a failed receive (default 5s).
+// WithRetryTimeout sets each consumer's wait after a failed receive (default
+// 5s). New refuses a non-positive d with an error wrapping
+// errors.ErrInvalidOption.
 func WithRetryTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.retryTimeout = d
-		}
-	}
+	return WithConsumerOptions(consumer.WithRetryTimeout(d))
 }
 
 // WithShutdownTimeout bounds the drain after the context is canceled
-// (default unbounded).
+// (default unbounded). New refuses a non-positive d with an error wrapping
+// errors.ErrInvalidOption.
 func WithShutdownTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.shutdown = d
-		}
-	}
+	return WithConsumerOptions(consumer.WithShutdownTimeout(d))
 }
 
 // WithMiddleware adds global middleware, applied outermost on every route.
@@ -107,7 +100,7 @@ func New(sqsClient consumer.SQSClient, routes []*router.Route, opts ...Option) (
 	if len(routes) == 0 {
 		return nil, merrors.ErrNoRoute
 	}
-	cfg := config{log: logger.New(), retryTimeout: consumer.DefaultRetryTimeout}
+	cfg := config{log: logger.New()}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -117,11 +110,7 @@ func New(sqsClient consumer.SQSClient, routes []*router.Route, opts ...Option) (
 	for _, r := range routes {
 		copts := []consumer.Option{
 			consumer.WithLogger(cfg.log),
-			consumer.WithRetryTimeout(cfg.retryTimeout),
 			consumer.WithGlobalMiddleware(cfg.global...),
-		}
-		if cfg.shutdown > 0 {
-			copts = append(copts, consumer.WithShutdownTimeout(cfg.shutdown))
 		}
 		c, err := consumer.New(sqsClient, r, append(copts, cfg.extra...)...)
 		if err != nil {

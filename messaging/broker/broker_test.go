@@ -32,6 +32,25 @@ func TestNewNoRoutes(t *testing.T) {
 	}
 }
 
+func TestNewRefusesNonPositiveDurations(t *testing.T) {
+	t.Parallel()
+	r, err := router.New("q", func(context.Context, middleware.Message) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opt := range map[string]broker.Option{
+		"zero retry": broker.WithRetryTimeout(0), "negative retry": broker.WithRetryTimeout(-time.Second),
+		"zero shutdown": broker.WithShutdownTimeout(0), "negative shutdown": broker.WithShutdownTimeout(-time.Second),
+	} {
+		if b, err := broker.New(messagingtest.NewSQS(), []*router.Route{r}, opt); b != nil || !errors.Is(err, merrors.ErrInvalidOption) {
+			t.Errorf("%s: broker %v, error %v; want nil and ErrInvalidOption", name, b, err)
+		}
+	}
+	if _, err := broker.New(messagingtest.NewSQS(), []*router.Route{r}, broker.WithRetryTimeout(time.Second), broker.WithShutdownTimeout(time.Second)); err != nil {
+		t.Fatalf("positive durations: %v", err)
+	}
+}
+
 // The broker must hand the scheduler client and metric hooks to the
 // consumers it creates; without them a Scheduled Retry route cannot start.
 func TestBrokerForwardsSchedulerAndMetrics(t *testing.T) {

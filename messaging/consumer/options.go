@@ -208,12 +208,14 @@ func WithAckFlushInterval(d time.Duration) Option {
 // cancellation, and the final flush of acknowledgements gets what is left of
 // d. A message whose handler finishes after that is not acknowledged and SQS
 // redelivers it: at least once, never lost. A consumer whose handlers are
-// still running cannot be Run again until they return. Non-positive values
-// are ignored.
+// still running cannot be Run again until they return. New refuses a
+// non-positive d with an error wrapping errors.ErrInvalidOption.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(c *config) {
-		if d > 0 {
-			c.shutdownTimeout = d
+		if d <= 0 {
+			c.invalid = append(c.invalid, fmt.Errorf("%w: consumer.WithShutdownTimeout(%v): must be positive", merrors.ErrInvalidOption, d))
+			return
 		}
+		c.shutdownTimeout = d
 	}
 }
