@@ -106,6 +106,16 @@ type config struct {
 // Option configures a Consumer.
 type Option func(*config)
 
+// positive reports whether d > 0, and otherwise records option's value as
+// invalid, for New to return wrapping ErrInvalidOption.
+func (c *config) positive(option string, d time.Duration) bool {
+	if d > 0 {
+		return true
+	}
+	c.invalid = append(c.invalid, merrors.Wrap(merrors.ErrInvalidOption, fmt.Errorf("consumer.%s(%v): must be positive", option, d)))
+	return false
+}
+
 // WithLogger sets the logger (default: discard). A nil log is ignored.
 func WithLogger(log *slog.Logger) Option {
 	return func(c *config) {
@@ -119,11 +129,9 @@ func WithLogger(log *slog.Logger) Option {
 // New refuses a non-positive d with an error wrapping errors.ErrInvalidOption.
 func WithRetryTimeout(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.invalid = append(c.invalid, fmt.Errorf("%w: consumer.WithRetryTimeout(%v): must be positive", merrors.ErrInvalidOption, d))
-			return
+		if c.positive("WithRetryTimeout", d) {
+			c.retryTimeout = d
 		}
-		c.retryTimeout = d
 	}
 }
 
@@ -212,10 +220,8 @@ func WithAckFlushInterval(d time.Duration) Option {
 // non-positive d with an error wrapping errors.ErrInvalidOption.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.invalid = append(c.invalid, fmt.Errorf("%w: consumer.WithShutdownTimeout(%v): must be positive", merrors.ErrInvalidOption, d))
-			return
+		if c.positive("WithShutdownTimeout", d) {
+			c.shutdownTimeout = d
 		}
-		c.shutdownTimeout = d
 	}
 }
