@@ -16,18 +16,21 @@ func Logging(log *slog.Logger) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, msg Message) (err error) {
 			start := time.Now()
-			log.LogAttrs(ctx, slog.LevelInfo, "message received", logAttrs(msg)...)
+			// Built once: the outcome record appends to it (LogAttrs copies
+			// what it is given, so reusing the slice is safe).
+			attrs := logAttrs(msg)
+			log.LogAttrs(ctx, slog.LevelInfo, "message received", attrs...)
 			returned := false
 			defer func() {
 				if !returned {
 					// A panic on its way to an outer Recovery.
 					log.LogAttrs(ctx, slog.LevelError, "message failed: handler panicked",
-						append(logAttrs(msg), slog.Duration("duration", time.Since(start)))...)
+						append(attrs, slog.Duration("duration", time.Since(start)))...)
 				}
 			}()
 			err = next(ctx, msg)
 			returned = true
-			attrs := append(logAttrs(msg), slog.Duration("duration", time.Since(start)))
+			attrs = append(attrs, slog.Duration("duration", time.Since(start)))
 			if err != nil {
 				log.LogAttrs(ctx, slog.LevelError, "message failed", append(attrs, slog.Any("error", err))...)
 				return err
