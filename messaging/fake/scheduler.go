@@ -21,11 +21,7 @@ type SchedulerClient struct {
 
 // CreateSchedule records params and calls CreateScheduleFunc.
 func (c *SchedulerClient) CreateSchedule(ctx context.Context, params *scheduler.CreateScheduleInput, optFns ...func(*scheduler.Options)) (*scheduler.CreateScheduleOutput, error) {
-	c.create.add(params)
-	if c.CreateScheduleFunc == nil {
-		return nil, nil
-	}
-	return c.CreateScheduleFunc(ctx, params, optFns...)
+	return call(ctx, &c.create, c.CreateScheduleFunc, params, optFns)
 }
 
 // CreateScheduleCalls returns the inputs of CreateSchedule, in call order.

@@ -23,20 +23,12 @@ type SNSClient struct {
 
 // Publish records params and calls PublishFunc.
 func (c *SNSClient) Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
-	c.publish.add(params)
-	if c.PublishFunc == nil {
-		return nil, nil
-	}
-	return c.PublishFunc(ctx, params, optFns...)
+	return call(ctx, &c.publish, c.PublishFunc, params, optFns)
 }
 
 // PublishBatch records params and calls PublishBatchFunc.
 func (c *SNSClient) PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error) {
-	c.batch.add(params)
-	if c.PublishBatchFunc == nil {
-		return nil, nil
-	}
-	return c.PublishBatchFunc(ctx, params, optFns...)
+	return call(ctx, &c.batch, c.PublishBatchFunc, params, optFns)
 }
 
 // PublishCalls returns the inputs of Publish, in call order.

@@ -29,47 +29,27 @@ type SQSClient struct {
 
 // ReceiveMessage records params and calls ReceiveMessageFunc.
 func (c *SQSClient) ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	c.receive.add(params)
-	if c.ReceiveMessageFunc == nil {
-		return nil, nil
-	}
-	return c.ReceiveMessageFunc(ctx, params, optFns...)
+	return call(ctx, &c.receive, c.ReceiveMessageFunc, params, optFns)
 }
 
 // DeleteMessage records params and calls DeleteMessageFunc.
 func (c *SQSClient) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
-	c.del.add(params)
-	if c.DeleteMessageFunc == nil {
-		return nil, nil
-	}
-	return c.DeleteMessageFunc(ctx, params, optFns...)
+	return call(ctx, &c.del, c.DeleteMessageFunc, params, optFns)
 }
 
 // ChangeMessageVisibility records params and calls ChangeMessageVisibilityFunc.
 func (c *SQSClient) ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	c.visibility.add(params)
-	if c.ChangeMessageVisibilityFunc == nil {
-		return nil, nil
-	}
-	return c.ChangeMessageVisibilityFunc(ctx, params, optFns...)
+	return call(ctx, &c.visibility, c.ChangeMessageVisibilityFunc, params, optFns)
 }
 
 // GetQueueUrl records params and calls GetQueueUrlFunc.
 func (c *SQSClient) GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-	c.queueURL.add(params)
-	if c.GetQueueUrlFunc == nil {
-		return nil, nil
-	}
-	return c.GetQueueUrlFunc(ctx, params, optFns...)
+	return call(ctx, &c.queueURL, c.GetQueueUrlFunc, params, optFns)
 }
 
 // SendMessage records params and calls SendMessageFunc.
 func (c *SQSClient) SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	c.send.add(params)
-	if c.SendMessageFunc == nil {
-		return nil, nil
-	}
-	return c.SendMessageFunc(ctx, params, optFns...)
+	return call(ctx, &c.send, c.SendMessageFunc, params, optFns)
 }
 
 // ReceiveMessageCalls returns the inputs of ReceiveMessage, in call order.
