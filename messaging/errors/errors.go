@@ -11,51 +11,48 @@ import (
 	"time"
 )
 
-// Sentinel errors of the messaging packages.
+// Sentinel errors of the messaging packages. Their texts are loafer-awsx
+// 0.6.0's, so logs, alerts and tests that match on them carry over; compare
+// errors with errors.Is all the same.
 var (
-	ErrNoRoute        = New("messaging: no route")
-	ErrNoSQSClient    = New("messaging: no SQS client")
-	ErrNoHandler      = New("messaging: no handler")
-	ErrGetMessage     = New("messaging: receive messages")
-	ErrQueueResolve   = New("messaging: resolve queue URL")
-	ErrNoSNSClient    = New("messaging: no SNS client")
-	ErrEmptyInput     = New("messaging: empty input")
-	ErrMaxBatchSize   = New("messaging: batch exceeds 10 entries")
-	ErrEmptyRegion    = New("messaging: empty region")
-	ErrEmptyQueueName = New("messaging: empty queue name")
-	ErrInvalidOption  = New("messaging: invalid option")
-	ErrEmptyFields    = New("messaging: no field selected")
-	ErrPanic          = New("messaging: handler panicked")
-	// ErrScheduledRetryConfig marks an invalid Scheduled Retry setting. It
-	// also matches ErrInvalidOption, as in loafer-awsx, so code checking for
-	// any bad option keeps working.
-	ErrScheduledRetryConfig error = &refinedError{text: "messaging: invalid scheduled retry configuration", parent: ErrInvalidOption}
-	ErrNoSchedulerClient          = New("messaging: scheduled retry route without scheduler client")
-	ErrEntryTooLarge              = New("messaging: batch entry exceeds 256 KB")
+	ErrNoRoute        = New("no routes registered")
+	ErrNoSQSClient    = New("sqs client is nil")
+	ErrNoHandler      = New("handler is nil")
+	ErrGetMessage     = New("failed to receive messages")
+	ErrQueueResolve   = New("failed to resolve queue url")
+	ErrNoSNSClient    = New("sns client is nil")
+	ErrEmptyInput     = New("input must be filled")
+	ErrMaxBatchSize   = New("batch size exceeds the maximum allowed")
+	ErrEmptyRegion    = New("region must be filled")
+	ErrEmptyQueueName = New("queue name must be filled")
+	ErrInvalidOption  = New("invalid option")
+	ErrEmptyFields    = New("fields must be filled")
+	ErrPanic          = New("handler panicked")
+	// ErrScheduledRetryConfig marks an invalid Scheduled Retry setting. The
+	// errors router.New returns for one match ErrInvalidOption too, so code
+	// checking for any bad option keeps working; the sentinels themselves
+	// stay distinct.
+	ErrScheduledRetryConfig = New("invalid scheduled retry configuration")
+	// ErrNoSchedulerClient marks a Scheduled Retry route given to a consumer
+	// without an EventBridge Scheduler client; the consumer does not start.
+	ErrNoSchedulerClient = New("scheduler client is nil")
+	// ErrEntryTooLarge marks a batch entry larger than the service accepts.
+	ErrEntryTooLarge = New("batch entry exceeds the maximum size")
 	// ErrGroupBlocked marks a FIFO entry that was not published because an
 	// earlier entry of its message group failed: publishing it would put it
 	// ahead of that entry.
-	ErrGroupBlocked = New("messaging: earlier entry of the message group failed")
+	ErrGroupBlocked = New("earlier entry of the message group failed")
 	// ErrRetryScheduleCreate marks a Scheduled Retry attempt whose EventBridge
 	// schedule could not be created; the message stays on its queue.
-	ErrRetryScheduleCreate = New("messaging: create retry schedule")
+	ErrRetryScheduleCreate = New("failed to create retry schedule")
 	// ErrDLQPublish marks a message that could not be published to its
 	// dead-letter queue; the message stays on its queue.
-	ErrDLQPublish = New("messaging: publish to dead-letter queue")
+	ErrDLQPublish = New("failed to publish to dead-letter queue")
 	// ErrPingFailed marks a client whose connectivity check, made by the
 	// client package's constructors, did not succeed within its timeout and
 	// retries; it wraps the last attempt's error.
-	ErrPingFailed = New("messaging: connectivity check failed")
+	ErrPingFailed = New("connectivity ping failed")
 )
-
-// refinedError is a sentinel that also matches a broader one.
-type refinedError struct {
-	text   string
-	parent error
-}
-
-func (e *refinedError) Error() string { return e.text }
-func (e *refinedError) Unwrap() error { return e.parent }
 
 // New returns an error with the given text, like the standard errors.New.
 func New(text string) error { return stderrors.New(text) }

@@ -24,17 +24,55 @@ func TestWrapMatchesBoth(t *testing.T) {
 	}
 }
 
-func TestScheduledRetryConfigIsInvalidOption(t *testing.T) {
+// The texts are loafer-awsx 0.6.0's: programs and tests migrating from it
+// match on them.
+func TestSentinelTexts(t *testing.T) {
 	t.Parallel()
-	err := merrors.Wrap(merrors.ErrScheduledRetryConfig, stderrors.New("max retry count -1"))
-	if !stderrors.Is(err, merrors.ErrScheduledRetryConfig) || !stderrors.Is(err, merrors.ErrInvalidOption) {
-		t.Fatalf("%v does not match both sentinels", err)
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{merrors.ErrNoRoute, "no routes registered"},
+		{merrors.ErrNoSQSClient, "sqs client is nil"},
+		{merrors.ErrNoHandler, "handler is nil"},
+		{merrors.ErrGetMessage, "failed to receive messages"},
+		{merrors.ErrQueueResolve, "failed to resolve queue url"},
+		{merrors.ErrNoSNSClient, "sns client is nil"},
+		{merrors.ErrEmptyInput, "input must be filled"},
+		{merrors.ErrMaxBatchSize, "batch size exceeds the maximum allowed"},
+		{merrors.ErrEmptyRegion, "region must be filled"},
+		{merrors.ErrEmptyQueueName, "queue name must be filled"},
+		{merrors.ErrInvalidOption, "invalid option"},
+		{merrors.ErrEmptyFields, "fields must be filled"},
+		{merrors.ErrPanic, "handler panicked"},
+		{merrors.ErrRetryScheduleCreate, "failed to create retry schedule"},
+		{merrors.ErrDLQPublish, "failed to publish to dead-letter queue"},
+		{merrors.ErrScheduledRetryConfig, "invalid scheduled retry configuration"},
+		{merrors.ErrNoSchedulerClient, "scheduler client is nil"},
+		{merrors.ErrPingFailed, "connectivity ping failed"},
 	}
-	if stderrors.Is(merrors.ErrInvalidOption, merrors.ErrScheduledRetryConfig) {
-		t.Fatal("ErrInvalidOption matches the narrower ErrScheduledRetryConfig")
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("text = %q, want %q", got, tt.want)
+		}
 	}
-	if got, want := merrors.ErrScheduledRetryConfig.Error(), "messaging: invalid scheduled retry configuration"; got != want {
-		t.Fatalf("text = %q, want %q", got, want)
+}
+
+func TestSentinelsAreDistinct(t *testing.T) {
+	t.Parallel()
+	all := []error{
+		merrors.ErrNoRoute, merrors.ErrNoSQSClient, merrors.ErrNoHandler, merrors.ErrGetMessage,
+		merrors.ErrQueueResolve, merrors.ErrNoSNSClient, merrors.ErrEmptyInput, merrors.ErrMaxBatchSize,
+		merrors.ErrEmptyRegion, merrors.ErrEmptyQueueName, merrors.ErrInvalidOption, merrors.ErrEmptyFields,
+		merrors.ErrPanic, merrors.ErrScheduledRetryConfig, merrors.ErrNoSchedulerClient, merrors.ErrEntryTooLarge,
+		merrors.ErrGroupBlocked, merrors.ErrRetryScheduleCreate, merrors.ErrDLQPublish, merrors.ErrPingFailed,
+	}
+	for i, a := range all {
+		for j, b := range all {
+			if i != j && stderrors.Is(a, b) {
+				t.Errorf("%q matches %q", a, b)
+			}
+		}
 	}
 }
 

@@ -23,5 +23,5 @@ func Example() {
 	h := chain(func(ctx context.Context, msg middleware.Message) error { panic("bug") })
 	err := h(context.Background(), messagingtest.NewMessage("x", nil))
 	fmt.Println(err)
-	// Output: messaging: handler panicked: bug
+	// Output: handler panicked: bug
 }

@@ -28,5 +28,5 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// PerGroupID Scheduled <nil>
-	// messaging: no handler
+	// handler is nil
 }

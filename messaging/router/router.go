@@ -196,7 +196,19 @@ func New(queueName string, handler middleware.Handler, opts ...Option) (*Route, 
 func isScheduled(err error) bool { return stderrors.Is(err, merrors.ErrScheduledRetryConfig) }
 
 func scheduledErr(format string, a ...any) error {
-	return merrors.Wrap(merrors.ErrScheduledRetryConfig, fmt.Errorf(format, a...))
+	return &scheduledConfigError{cause: fmt.Errorf(format, a...)}
+}
+
+// scheduledConfigError is an invalid Scheduled Retry setting: it matches
+// ErrScheduledRetryConfig and, like every invalid option, ErrInvalidOption.
+type scheduledConfigError struct{ cause error }
+
+func (e *scheduledConfigError) Error() string {
+	return merrors.ErrScheduledRetryConfig.Error() + ": " + e.cause.Error()
+}
+
+func (e *scheduledConfigError) Unwrap() []error {
+	return []error{merrors.ErrScheduledRetryConfig, merrors.ErrInvalidOption, e.cause}
 }
 
 // WithWorkerPoolSize sets the number of worker goroutines (> 0; default 5).
