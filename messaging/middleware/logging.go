@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	merrors "github.com/cairn-go/cairn/messaging/errors"
 )
 
 // Logging logs each message's receipt at Info and its outcome and duration
@@ -23,16 +25,17 @@ func Logging(log *slog.Logger) Middleware {
 			returned := false
 			defer func() {
 				if !returned {
-					// A panic on its way to an outer Recovery.
-					log.LogAttrs(ctx, slog.LevelError, "message failed: handler panicked",
-						append(attrs, slog.Duration("duration", time.Since(start)))...)
+					// A panic on its way to an outer Recovery: logged as the
+					// failure it will become.
+					log.LogAttrs(ctx, slog.LevelError, "message processing failed",
+						append(attrs, slog.Duration("duration", time.Since(start)), slog.Any("error", merrors.ErrPanic))...)
 				}
 			}()
 			err = next(ctx, msg)
 			returned = true
 			attrs = append(attrs, slog.Duration("duration", time.Since(start)))
 			if err != nil {
-				log.LogAttrs(ctx, slog.LevelError, "message failed", append(attrs, slog.Any("error", err))...)
+				log.LogAttrs(ctx, slog.LevelError, "message processing failed", append(attrs, slog.Any("error", err))...)
 				return err
 			}
 			log.LogAttrs(ctx, slog.LevelInfo, "message processed", attrs...)

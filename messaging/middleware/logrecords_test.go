@@ -28,11 +28,11 @@ func TestLogRecordsMatchLoaferAWSX(t *testing.T) {
 		{"delivery", delivery, func(context.Context, middleware.Message) error { return nil },
 			[]string{"message received", "INFO", "mid-1", "message processed", "INFO", "mid-1"}},
 		{"double", &fake.Message{IdentifierValue: "rh-1"}, func(context.Context, middleware.Message) error { return errors.New("x") },
-			[]string{"message received", "INFO", "rh-1", "message failed", "ERROR", "rh-1"}},
+			[]string{"message received", "INFO", "rh-1", "message processing failed", "ERROR", "rh-1"}},
 		{"panic", &fake.Message{IdentifierValue: "rh-2"}, func(context.Context, middleware.Message) error { panic("bug") },
-			[]string{"message received", "INFO", "rh-2", "message failed: handler panicked", "ERROR", "rh-2", "panic recovered", "ERROR", "rh-2"}},
+			[]string{"message received", "INFO", "rh-2", "message processing failed", "ERROR", "rh-2", "panic recovered", "ERROR", "rh-2"}},
 		{"nil", nil, func(context.Context, middleware.Message) error { panic("bug") },
-			[]string{"message received", "INFO", "-", "message failed: handler panicked", "ERROR", "-", "panic recovered", "ERROR", "-"}},
+			[]string{"message received", "INFO", "-", "message processing failed", "ERROR", "-", "panic recovered", "ERROR", "-"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

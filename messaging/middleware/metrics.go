@@ -63,7 +63,8 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 // gauge for routeName: loafer_messages_received_total,
 // loafer_messages_processed_total{status="success"|"error"},
 // loafer_messages_errors_total, loafer_message_processing_duration_seconds
-// and loafer_messages_inflight.
+// and loafer_messages_inflight. It also registers loafer_messages_dlq_total,
+// which DLQCounter counts.
 func Metrics(routeName string, opts ...MetricsOption) Middleware {
 	cfg := metricsCfg(opts)
 	route := []string{"route"}
@@ -83,6 +84,10 @@ func Metrics(routeName string, opts ...MetricsOption) Middleware {
 	inflight := register(cfg.reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: MetricInflight, Help: "Messages currently being processed",
 	}, route)).WithLabelValues(routeName)
+	// Registered, not counted, here: the consumer counts it through
+	// DLQCounter, and dashboards expect the family to exist from the start,
+	// as loafer-awsx registers it.
+	dlqCounter(cfg.reg)
 
 	return func(next Handler) Handler {
 		return func(ctx context.Context, msg Message) (err error) {
@@ -112,9 +117,12 @@ func Metrics(routeName string, opts ...MetricsOption) Middleware {
 // DLQCounter returns a function incrementing loafer_messages_dlq_total for a
 // route; pass it to consumer.WithDLQMetric or broker.WithDLQMetric.
 func DLQCounter(opts ...MetricsOption) func(routeName string) {
-	cfg := metricsCfg(opts)
-	c := register(cfg.reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	c := dlqCounter(metricsCfg(opts).reg)
+	return func(routeName string) { c.WithLabelValues(routeName).Inc() }
+}
+
+func dlqCounter(reg prometheus.Registerer) *prometheus.CounterVec {
+	return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricDeadLetter, Help: "Total messages observed as exhausted (receive count reached maxReceiveCount; redriven by AWS SQS)",
 	}, []string{"route"}))
-	return func(routeName string) { c.WithLabelValues(routeName).Inc() }
 }

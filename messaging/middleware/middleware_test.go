@@ -217,3 +217,24 @@ func TestMetricsHelpMatchesLoaferAWSX(t *testing.T) {
 		}
 	}
 }
+
+// Metrics registers the DLQ family too, so a collector registered for it
+// later (by loafer-awsx-era code or a second DLQCounter) meets the existing
+// one, and DLQCounter counts on that same family.
+func TestMetricsRegistersDLQFamily(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	middleware.Metrics("r", middleware.WithMetricsRegisterer(reg))
+	err := reg.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: middleware.MetricDeadLetter,
+		Help: "Total messages observed as exhausted (receive count reached maxReceiveCount; redriven by AWS SQS)",
+	}, []string{"route"}))
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) {
+		t.Fatalf("Register = %v, want AlreadyRegisteredError", err)
+	}
+	middleware.DLQCounter(middleware.WithMetricsRegisterer(reg))("r")
+	if got := testutil.ToFloat64(are.ExistingCollector.(*prometheus.CounterVec).WithLabelValues("r")); got != 1 {
+		t.Fatalf("dlq count = %v, want 1", got)
+	}
+}
