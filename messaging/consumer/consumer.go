@@ -219,12 +219,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 		go func() { defer pollers.Done(); c.poll(ctx, queues) }()
 	}
 
-	pollers.Wait()
-	for _, q := range queues {
-		close(q)
-	}
+	// Pollers end only once ctx is canceled; the shutdown timeout counts
+	// from then and bounds the whole drain, a receive that outlives the
+	// cancellation included.
+	<-ctx.Done()
+	start := time.Now()
+	polled := make(chan struct{})
+	go func() {
+		pollers.Wait()
+		for _, q := range queues {
+			close(q)
+		}
+		close(polled)
+	}()
 	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
+	go func() { <-polled; wg.Wait(); close(drained) }()
 	var flushBy time.Time
 	if st := c.cfg.shutdownTimeout; st > 0 {
 		// One deadline bounds the whole shutdown, even for handlers that
@@ -233,21 +242,17 @@ func (c *Consumer) Run(ctx context.Context) error {
 		// left. Whatever a handler finishes after it is not acknowledged, so
 		// SQS redelivers it once its visibility lapses; nothing unfinished is
 		// ever deleted.
-		deadline := time.Now().Add(st)
+		deadline := start.Add(st)
 		flushBy = deadline
 		if !waitUntil(drained, deadline.Add(-st*3/10)) {
 			c.cfg.log.Warn("shutdown timeout elapsing; canceling handlers", slog.String("route", c.name))
 			hardCancel()
-			// Release what no worker started, even if every worker is stuck.
-			for _, q := range queues {
-				for d := range q {
-					c.finishVisibility(d, 0)
-				}
-			}
+			c.releaseQueued(queues)
 			if !waitUntil(drained, deadline.Add(-st/10)) {
 				c.abandoned.Store(true)
-				c.cfg.log.Warn("handlers ignore cancellation; returning without them", slog.String("route", c.name))
-				// Run again only once the abandoned handlers have returned.
+				c.cfg.log.Error("shutdown timeout exceeded; returning without the handlers and receives still running",
+					slog.String("route", c.name), slog.Duration("shutdown_timeout", st))
+				// Run again only once the abandoned work has returned.
 				stuck = true
 				go func() { <-drained; c.running.Store(false) }()
 			}
@@ -258,6 +263,24 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.ack.stop(flushBy)
 	<-ackDone
 	return nil
+}
+
+// releaseQueued makes visible again the messages no worker has started. It
+// does not wait: a receive still running may queue more, which the workers
+// then see under their canceled context.
+func (c *Consumer) releaseQueued(queues []chan *delivery) {
+	for _, q := range queues {
+		for more := true; more; {
+			select {
+			case d, ok := <-q:
+				if more = ok; ok {
+					c.finishVisibility(d, 0)
+				}
+			default:
+				more = false
+			}
+		}
+	}
 }
 
 // waitUntil waits for done until t and reports whether it closed.

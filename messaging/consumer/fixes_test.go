@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/cairn-go/cairn/messaging/consumer"
 	merrors "github.com/cairn-go/cairn/messaging/errors"
+	"github.com/cairn-go/cairn/messaging/fake"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 	"github.com/cairn-go/cairn/messaging/middleware"
 	"github.com/cairn-go/cairn/messaging/router"
@@ -519,5 +523,76 @@ func TestFatalOnDLQRouteCountedOnce(t *testing.T) {
 	runUntil(t, c, func() bool { return fake.Len(dlqURL) == 1 })
 	if handled.Load() != 1 || onDLQ.Load() != 1 || metric.Load() != 1 {
 		t.Fatalf("handler ran %d times, OnDLQ %d, metric %d; want 1 each", handled.Load(), onDLQ.Load(), metric.Load())
+	}
+}
+
+// stuckReceiver is an SQS client whose ReceiveMessage outlives the
+// cancellation of its context until release is closed.
+type stuckReceiver struct {
+	*messagingtest.SQS
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *stuckReceiver) ReceiveMessage(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	s.once.Do(func() { close(s.entered) })
+	<-ctx.Done()
+	<-s.release
+	return nil, ctx.Err()
+}
+
+// The shutdown timeout bounds the whole drain, counted from cancellation: a
+// receive that ignores its canceled context does not hold Run past it. Run
+// logs the abandonment at Error and refuses to run again until the receive
+// has returned.
+func TestShutdownTimeoutBoundsStuckReceive(t *testing.T) {
+	t.Parallel()
+	client := &stuckReceiver{SQS: messagingtest.NewSQS(), entered: make(chan struct{}), release: make(chan struct{})}
+	url, _ := client.AddQueue("stuck")
+	logs := fake.NewLogHandler()
+	c, err := consumer.New(client, newRoute(t, url, func(context.Context, middleware.Message) error { return nil }),
+		consumer.WithShutdownTimeout(50*time.Millisecond), consumer.WithLogger(slog.New(logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	<-client.entered
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(client.release)
+		t.Fatal("Run did not return while a receive ignored its canceled context")
+	}
+	var errorLogs int
+	for _, r := range logs.Records() {
+		if r.Level == slog.LevelError && strings.Contains(r.Message, "shutdown timeout exceeded") {
+			errorLogs++
+		}
+	}
+	if errorLogs != 1 {
+		t.Fatalf("%d Error records about the exceeded shutdown timeout, want 1: %+v", errorLogs, logs.Records())
+	}
+	if err := c.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("second Run while the receive is stuck = %v, want already running", err)
+	}
+	close(client.release)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := c.Run(ctx); err == nil || !strings.Contains(err.Error(), "already running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("consumer still running after the stuck receive returned")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
