@@ -53,9 +53,14 @@ func logAttrs(msg Message) []slog.Attr {
 	if msg == nil {
 		return attrs
 	}
-	id := MessageID(msg)
-	if id == "" {
-		id = msg.Identifier()
+	return append(attrs, slog.String("message_id", identity(msg)))
+}
+
+// identity is msg's MessageId, or for a message that does not carry one (a
+// test double) its Identifier. msg must not be nil.
+func identity(msg Message) string {
+	if id := MessageID(msg); id != "" {
+		return id
 	}
-	return append(attrs, slog.String("message_id", id))
+	return msg.Identifier()
 }

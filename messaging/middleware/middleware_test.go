@@ -8,8 +8,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	merrors "github.com/cairn-go/cairn/messaging/errors"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
@@ -97,7 +100,7 @@ func TestOTelSpan(t *testing.T) {
 	msg := messagingtest.NewMessage("x", map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
 	_ = h(context.Background(), msg)
 	spans := rec.Ended()
-	if len(spans) != 1 || spans[0].Name() != "orders process" || spans[0].Status().Code.String() != "Error" {
+	if len(spans) != 1 || spans[0].Name() != "loafer.process/orders" || spans[0].Status().Code.String() != "Error" {
 		t.Fatalf("spans %v", spans)
 	}
 	if spans[0].SpanContext().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
@@ -237,4 +240,98 @@ func TestMetricsRegistersDLQFamily(t *testing.T) {
 	if got := testutil.ToFloat64(are.ExistingCollector.(*prometheus.CounterVec).WithLabelValues("r")); got != 1 {
 		t.Fatalf("dlq count = %v, want 1", got)
 	}
+}
+
+// OTel continues the incoming trace by default; WithLinkFromContext starts a
+// new trace linked to it instead. The incoming span is the context's or the
+// one the message's traceparent names.
+func TestOTelParentOrLink(t *testing.T) {
+	t.Parallel()
+	const carried = "0af7651916cd43dd8448eb211c80319c"
+	tests := []struct {
+		name       string
+		link       bool
+		ctxParent  bool
+		msg        middleware.Message
+		wantParent bool
+		wantLinks  int
+	}{
+		{name: "default continues the context's span", ctxParent: true, msg: messagingtest.NewMessage("m", nil), wantParent: true},
+		{name: "default continues the message's trace", msg: messagingtest.NewMessage("m", map[string]string{"traceparent": "00-" + carried + "-b7ad6b7169203331-01"}), wantParent: true},
+		{name: "link to the context's span", link: true, ctxParent: true, msg: messagingtest.NewMessage("m", nil), wantLinks: 1},
+		{name: "link to the message's trace", link: true, msg: messagingtest.NewMessage("m", map[string]string{"traceparent": "00-" + carried + "-b7ad6b7169203331-01"}), wantLinks: 1},
+		{name: "link without an incoming span is a bare root", link: true, msg: messagingtest.NewMessage("m", nil)},
+		{name: "nil message", link: true, ctxParent: true, wantLinks: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			ctx := context.Background()
+			var parent trace.SpanContext
+			if tt.ctxParent {
+				var span trace.Span
+				ctx, span = tp.Tracer("producer").Start(ctx, "send")
+				parent = span.SpanContext()
+				span.End()
+			}
+			opts := []middleware.OTelOption{middleware.WithTracerProvider(tp)}
+			if tt.link {
+				opts = append(opts, middleware.WithLinkFromContext())
+			}
+			if err := middleware.OTel("orders", opts...)(func(context.Context, middleware.Message) error { return nil })(ctx, tt.msg); err != nil {
+				t.Fatal(err)
+			}
+			var got sdktrace.ReadOnlySpan
+			for _, s := range rec.Ended() {
+				if s.Name() == "loafer.process/orders" {
+					got = s
+				}
+			}
+			if got == nil {
+				t.Fatalf("no processing span in %v", rec.Ended())
+			}
+			if got.Status().Code != codes.Ok {
+				t.Errorf("status = %v, want Ok", got.Status().Code)
+			}
+			incoming := parent.TraceID().String()
+			if !tt.ctxParent {
+				incoming = carried
+			}
+			if got.Parent().IsValid() != tt.wantParent {
+				t.Errorf("has parent = %v, want %v", got.Parent().IsValid(), tt.wantParent)
+			}
+			if tt.wantParent && got.SpanContext().TraceID().String() != incoming {
+				t.Errorf("trace = %s, want the incoming %s", got.SpanContext().TraceID(), incoming)
+			}
+			if len(got.Links()) != tt.wantLinks {
+				t.Fatalf("links = %v, want %d", got.Links(), tt.wantLinks)
+			}
+			if tt.wantLinks == 1 {
+				if l := got.Links()[0].SpanContext.TraceID().String(); l != incoming {
+					t.Errorf("link to trace %s, want %s", l, incoming)
+				}
+				if got.SpanContext().TraceID().String() == incoming {
+					t.Error("linked span continued the incoming trace")
+				}
+			}
+			_, hasID := attrOf(got.Attributes(), "messaging.message.id")
+			if hasID != (tt.msg != nil) {
+				t.Errorf("messaging.message.id present = %v, want %v", hasID, tt.msg != nil)
+			}
+			if v, _ := attrOf(got.Attributes(), "messaging.destination.name"); v != "orders" {
+				t.Errorf("destination = %q, want the route name", v)
+			}
+		})
+	}
+}
+
+func attrOf(attrs []attribute.KeyValue, key string) (string, bool) {
+	for _, kv := range attrs {
+		if string(kv.Key) == key {
+			return kv.Value.Emit(), true
+		}
+	}
+	return "", false
 }
