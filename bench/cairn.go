@@ -18,7 +18,7 @@ func noop(context.Context, middleware.Message) error { return nil }
 // API calls it made.
 func runCairn(n int, fifo bool) (int64, error) {
 	name := "bench"
-	opts := []router.Option{router.WithWorkerPoolSize(Workers), router.WithWaitTimeSeconds(0)}
+	opts := []router.Option{router.WithWorkerPoolSize(Workers), router.WithWaitTimeSeconds(0), router.WithDeleteBatch()}
 	if fifo {
 		name = "bench.fifo"
 		opts = append(opts, router.WithRunMode(router.PerGroupID))

@@ -139,7 +139,7 @@ func consumerUnderFaults(t *testing.T, fifo bool) {
 	if fifo {
 		mode = router.PerGroupID
 	}
-	route, err := router.New(q.url, handler, router.WithWaitTimeSeconds(1), router.WithRunMode(mode),
+	route, err := router.New(q.url, handler, router.WithWaitTimeSeconds(1), router.WithRunMode(mode), router.WithDeleteBatch(),
 		router.WithVisibilityTimeout(2), router.WithRetryBackoff(time.Second, 2*time.Second), router.WithWorkerPoolSize(8))
 	if err != nil {
 		t.Fatal(err)

@@ -441,11 +441,17 @@ func (c *Consumer) linked(b *batch, seq uint64) bool {
 	return false
 }
 
-// deleteBatch sends one DeleteMessageBatch, or, for a client without it, one
-// DeleteMessage per entry with the failures reported the batch way.
+// deleteBatch sends one DeleteMessageBatch for a router.WithDeleteBatch
+// route, or else one DeleteMessage per entry with the failures reported the
+// batch way. Batching is the route's choice, as in loafer-awsx: a program's
+// tests that count DeleteMessage calls keep their meaning.
 func (a *acker) deleteBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
-	if b, ok := a.c.client.(BatchDeleteClient); ok {
-		return b.DeleteMessageBatch(ctx, in)
+	if a.c.route.DeleteBatch() {
+		out, err := a.c.client.(BatchDeleteClient).DeleteMessageBatch(ctx, in)
+		if err == nil && out == nil {
+			out = &sqs.DeleteMessageBatchOutput{}
+		}
+		return out, err
 	}
 	out := &sqs.DeleteMessageBatchOutput{}
 	for _, e := range in.Entries {

@@ -44,7 +44,7 @@ func TestSlowDeletesBackPressure(t *testing.T) {
 	client := slowDeletes{SQS: fake, release: make(chan struct{})}
 	var handled atomic.Int64
 	r := newRoute(t, "slowdel", func(context.Context, middleware.Message) error { handled.Add(1); return nil },
-		router.WithWorkerPoolSize(2))
+		router.WithWorkerPoolSize(2), router.WithDeleteBatch())
 	c, err := consumer.New(client, r)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestFailedDeletesAreRetried(t *testing.T) {
 	sendN(t, fake, url, 40, nil)
 	client := &flakyDeletes{SQS: fake, n: 6}
 	var handled, succeeded atomic.Int64
-	r := newRoute(t, "flakydel", func(context.Context, middleware.Message) error { handled.Add(1); return nil })
+	r := newRoute(t, "flakydel", func(context.Context, middleware.Message) error { handled.Add(1); return nil }, router.WithDeleteBatch())
 	c, err := consumer.New(client, r, consumer.WithSuccessMetric(func(string) { succeeded.Add(1) }))
 	if err != nil {
 		t.Fatal(err)

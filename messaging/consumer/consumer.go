@@ -161,12 +161,19 @@ func New(client SQSClient, route *router.Route, opts ...Option) (*Consumer, erro
 func (c *Consumer) Route() *router.Route { return c.route }
 
 // Run consumes until ctx is canceled, then drains and returns nil. It returns
-// ErrNoSchedulerClient for a Scheduled Retry route without a scheduler client
+// ErrNoSchedulerClient for a Scheduled Retry route without a scheduler client,
+// ErrDeleteBatchUnsupported for a router.WithDeleteBatch route on a client
+// without DeleteMessageBatch,
 // and an error wrapping ErrQueueResolve when the queue URL cannot be found.
 // A Consumer runs at most once at a time.
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.sched != nil && c.cfg.scheduler == nil {
 		return merrors.ErrNoSchedulerClient
+	}
+	if c.route.DeleteBatch() {
+		if _, ok := c.client.(BatchDeleteClient); !ok {
+			return fmt.Errorf("route %s: %w", c.name, merrors.ErrDeleteBatchUnsupported)
+		}
 	}
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("consumer %s: already running", c.name)

@@ -105,7 +105,7 @@ func TestBatchedAcknowledgement(t *testing.T) {
 				mode = router.PerGroupID
 			}
 			r := newRoute(t, name, func(context.Context, middleware.Message) error { handled.Add(1); return nil },
-				router.WithWorkerPoolSize(8), router.WithRunMode(mode))
+				router.WithWorkerPoolSize(8), router.WithRunMode(mode), router.WithDeleteBatch())
 			c, err := consumer.New(fake, r)
 			if err != nil {
 				t.Fatal(err)
@@ -186,4 +186,46 @@ func TestSeedClientWrapperWithoutBatchMethods(t *testing.T) {
 	if w.deletes.Load() != 15 || fake.Calls("DeleteMessageBatch") != 0 {
 		t.Fatalf("DeleteMessage %d, DeleteMessageBatch %d", w.deletes.Load(), fake.Calls("DeleteMessageBatch"))
 	}
+}
+
+// Batching deletes is the route's choice, as in loafer-awsx: without
+// WithDeleteBatch a batch-capable client gets one DeleteMessage per message,
+// and with it a client without DeleteMessageBatch is refused before any SQS
+// call.
+func TestDeleteBatchIsTheRoutesChoice(t *testing.T) {
+	t.Parallel()
+	t.Run("without WithDeleteBatch", func(t *testing.T) {
+		t.Parallel()
+		q := messagingtest.NewSQS()
+		url, _ := q.AddQueue("one-by-one")
+		for i := range 15 {
+			if _, err := q.Send(url, fmt.Sprint("m", i), "", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := consumer.New(q, newRoute(t, "one-by-one", func(context.Context, middleware.Message) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runUntil(t, c, func() bool { return q.Len(url) == 0 })
+		if q.Calls("DeleteMessage") != 15 || q.Calls("DeleteMessageBatch") != 0 {
+			t.Fatalf("DeleteMessage %d, DeleteMessageBatch %d; want 15, 0", q.Calls("DeleteMessage"), q.Calls("DeleteMessageBatch"))
+		}
+	})
+	t.Run("client without DeleteMessageBatch", func(t *testing.T) {
+		t.Parallel()
+		q := messagingtest.NewSQS()
+		w := &loaferWrapper{SQSClient: q}
+		c, err := consumer.New(w, newRoute(t, "refused", func(context.Context, middleware.Message) error { return nil }, router.WithDeleteBatch()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Run(context.Background())
+		if !errors.Is(err, merrors.ErrDeleteBatchUnsupported) || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("Run = %v, want ErrDeleteBatchUnsupported naming the route", err)
+		}
+		if n := q.Calls("GetQueueUrl") + q.Calls("ReceiveMessage"); n != 0 {
+			t.Fatalf("%d SQS calls before refusing", n)
+		}
+	})
 }

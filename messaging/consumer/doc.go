@@ -3,10 +3,12 @@
 // dispatch, a visibility heartbeat counted from receive time, error
 // classification (retry, fatal, backoff), observe-only DLQ detection, the
 // Scheduled Retry model for FIFO queues, and batched acknowledgement through
-// DeleteMessageBatch and ChangeMessageVisibilityBatch.
+// DeleteMessageBatch (on a router.WithDeleteBatch route) and
+// ChangeMessageVisibilityBatch.
 //
-// Steady state costs one ReceiveMessage and one DeleteMessageBatch per ten
-// messages. On shutdown the consumer stops polling, lets running and
+// With WithDeleteBatch, steady state costs one ReceiveMessage and one
+// DeleteMessageBatch per ten messages; without it, one DeleteMessage per
+// message, as in loafer-awsx. On shutdown the consumer stops polling, lets running and
 // already-received messages finish (bounded by WithShutdownTimeout), releases
 // the ones it will not run, and flushes pending acknowledgements with
 // context.WithoutCancel so finished messages are still deleted. A message

@@ -21,7 +21,7 @@ func Example() {
 		fmt.Println("handled", string(msg.Body()))
 		close(done)
 		return nil // deleted in the next DeleteMessageBatch
-	}, router.WithWorkerPoolSize(8), router.WithWaitTimeSeconds(1))
+	}, router.WithWorkerPoolSize(8), router.WithWaitTimeSeconds(1), router.WithDeleteBatch())
 	if err != nil {
 		panic(err)
 	}

@@ -15,10 +15,11 @@ import (
 
 // SQSClient is the part of *sqs.Client the consumer needs, the same five
 // methods as loafer-awsx's consumer.SQSClient, so custom client wrappers
-// keep working. A client that also implements BatchDeleteClient and
-// BatchVisibilityClient (as *sqs.Client does) gets batched acknowledgement,
-// up to 10 messages per call; otherwise each message is acknowledged with
-// its own call.
+// keep working. Deletes are batched, up to 10 messages per call, on a route
+// with router.WithDeleteBatch, which needs a client that also implements
+// BatchDeleteClient; visibility changes are batched whenever the client
+// implements BatchVisibilityClient. *sqs.Client implements both. Otherwise
+// each message is acknowledged with its own call.
 type SQSClient interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)

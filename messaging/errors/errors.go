@@ -36,6 +36,10 @@ var (
 	// ErrNoSchedulerClient marks a Scheduled Retry route given to a consumer
 	// without an EventBridge Scheduler client; the consumer does not start.
 	ErrNoSchedulerClient = New("scheduler client is nil")
+	// ErrDeleteBatchUnsupported marks a route with router.WithDeleteBatch
+	// given to a consumer whose SQS client has no DeleteMessageBatch; the
+	// consumer does not start.
+	ErrDeleteBatchUnsupported = New("sqs client does not support DeleteMessageBatch")
 	// ErrEntryTooLarge marks a batch entry larger than the service accepts.
 	ErrEntryTooLarge = New("batch entry exceeds the maximum size")
 	// ErrGroupBlocked marks a FIFO entry that was not published because an

@@ -3,6 +3,7 @@ package fake_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -180,53 +181,76 @@ func TestClientsRecordAndDelegate(t *testing.T) {
 }
 
 // TestSQSClientDrivesConsumer runs a real consumer on the fake: one message is
-// received, handled and deleted with its receipt handle.
+// received, handled and deleted with its receipt handle, by DeleteMessage, or
+// by DeleteMessageBatch on a router.WithDeleteBatch route.
 func TestSQSClientDrivesConsumer(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var once sync.Once
-	q := &fake.SQSClient{
-		GetQueueUrlFunc: func(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-			return &sqs.GetQueueUrlOutput{QueueUrl: aws.String("https://sqs.test/000000000000/" + *in.QueueName)}, nil
-		},
-		ReceiveMessageFunc: func(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-			out := &sqs.ReceiveMessageOutput{}
-			once.Do(func() {
-				out.Messages = []types.Message{{MessageId: aws.String("m-1"), ReceiptHandle: aws.String("rh-1"), Body: aws.String(`{"id":1}`)}}
-			})
-			if len(out.Messages) == 0 {
-				<-ctx.Done()
-				return nil, ctx.Err()
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delete batch %v", batch), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var once sync.Once
+			q := &fake.SQSClient{
+				GetQueueUrlFunc: func(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+					return &sqs.GetQueueUrlOutput{QueueUrl: aws.String("https://sqs.test/000000000000/" + *in.QueueName)}, nil
+				},
+				ReceiveMessageFunc: func(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+					out := &sqs.ReceiveMessageOutput{}
+					once.Do(func() {
+						out.Messages = []types.Message{{MessageId: aws.String("m-1"), ReceiptHandle: aws.String("rh-1"), Body: aws.String(`{"id":1}`)}}
+					})
+					if len(out.Messages) == 0 {
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}
+					return out, nil
+				},
+				DeleteMessageFunc: func(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+					cancel()
+					return &sqs.DeleteMessageOutput{}, nil
+				},
+				// No DeleteMessageBatchFunc: a nil output and nil error mean
+				// every entry was deleted.
 			}
-			return out, nil
-		},
-		DeleteMessageFunc: func(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
-			cancel()
-			return &sqs.DeleteMessageOutput{}, nil
-		},
-	}
-	handled := make(chan string, 1)
-	route, err := router.New("orders", func(_ context.Context, m middleware.Message) error {
-		handled <- string(m.Body())
-		return nil
-	}, router.WithWaitTimeSeconds(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := consumer.New(q, route)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v", err)
-	}
-	if got := <-handled; got != `{"id":1}` {
-		t.Fatalf("handled %q", got)
-	}
-	del := q.DeleteMessageCalls()
-	if len(del) != 1 || *del[0].ReceiptHandle != "rh-1" || *del[0].QueueUrl != "https://sqs.test/000000000000/orders" {
-		t.Fatalf("DeleteMessageCalls = %+v", del)
+			opts := []router.Option{router.WithWaitTimeSeconds(0)}
+			if batch {
+				opts = append(opts, router.WithDeleteBatch())
+			}
+			handled := make(chan string, 1)
+			route, err := router.New("orders", func(_ context.Context, m middleware.Message) error {
+				handled <- string(m.Body())
+				if batch {
+					cancel() // the final flush deletes it
+				}
+				return nil
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := consumer.New(q, route)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v", err)
+			}
+			if got := <-handled; got != `{"id":1}` {
+				t.Fatalf("handled %q", got)
+			}
+			url := "https://sqs.test/000000000000/orders"
+			del, batches := q.DeleteMessageCalls(), q.DeleteMessageBatchCalls()
+			if !batch {
+				if len(del) != 1 || len(batches) != 0 || *del[0].ReceiptHandle != "rh-1" || *del[0].QueueUrl != url {
+					t.Fatalf("DeleteMessageCalls = %+v, DeleteMessageBatchCalls = %+v", del, batches)
+				}
+				return
+			}
+			if len(del) != 0 || len(batches) != 1 || len(batches[0].Entries) != 1 ||
+				*batches[0].Entries[0].ReceiptHandle != "rh-1" || *batches[0].QueueUrl != url {
+				t.Fatalf("DeleteMessageCalls = %+v, DeleteMessageBatchCalls = %+v", del, batches)
+			}
+		})
 	}
 }
 

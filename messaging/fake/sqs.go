@@ -8,7 +8,10 @@ import (
 	"github.com/cairn-go/cairn/messaging/consumer"
 )
 
-var _ consumer.SQSClient = (*SQSClient)(nil)
+var (
+	_ consumer.SQSClient         = (*SQSClient)(nil)
+	_ consumer.BatchDeleteClient = (*SQSClient)(nil)
+)
 
 // SQSClient is a consumer.SQSClient whose methods record their input and call
 // the matching func field; a nil field answers a nil output and a nil error.
@@ -19,12 +22,14 @@ type SQSClient struct {
 	ChangeMessageVisibilityFunc func(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	GetQueueUrlFunc             func(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	SendMessageFunc             func(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessageBatchFunc      func(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 
 	receive    calls[*sqs.ReceiveMessageInput]
 	del        calls[*sqs.DeleteMessageInput]
 	visibility calls[*sqs.ChangeMessageVisibilityInput]
 	queueURL   calls[*sqs.GetQueueUrlInput]
 	send       calls[*sqs.SendMessageInput]
+	delBatch   calls[*sqs.DeleteMessageBatchInput]
 }
 
 // ReceiveMessage records params and calls ReceiveMessageFunc.
@@ -52,6 +57,12 @@ func (c *SQSClient) SendMessage(ctx context.Context, params *sqs.SendMessageInpu
 	return call(ctx, &c.send, c.SendMessageFunc, params, optFns)
 }
 
+// DeleteMessageBatch records params and calls DeleteMessageBatchFunc. The
+// consumer uses it on a router.WithDeleteBatch route only.
+func (c *SQSClient) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	return call(ctx, &c.delBatch, c.DeleteMessageBatchFunc, params, optFns)
+}
+
 // ReceiveMessageCalls returns the inputs of ReceiveMessage, in call order.
 func (c *SQSClient) ReceiveMessageCalls() []*sqs.ReceiveMessageInput { return c.receive.list() }
 
@@ -69,3 +80,9 @@ func (c *SQSClient) GetQueueURLCalls() []*sqs.GetQueueUrlInput { return c.queueU
 
 // SendMessageCalls returns the inputs of SendMessage, in call order.
 func (c *SQSClient) SendMessageCalls() []*sqs.SendMessageInput { return c.send.list() }
+
+// DeleteMessageBatchCalls returns the inputs of DeleteMessageBatch, in call
+// order.
+func (c *SQSClient) DeleteMessageBatchCalls() []*sqs.DeleteMessageBatchInput {
+	return c.delBatch.list()
+}

@@ -144,6 +144,7 @@ type Route struct {
 	scheduledErr      error
 	retryBase         time.Duration
 	retryMax          time.Duration
+	deleteBatch       bool
 }
 
 // Option configures a Route.
@@ -342,6 +343,20 @@ func WithOnDLQ(fn func(ctx context.Context, msg middleware.Message)) DLQOption {
 	}
 }
 
+// WithDeleteBatch has the consumer delete the route's handled messages with
+// DeleteMessageBatch, up to 10 per request, instead of one DeleteMessage per
+// message: a tenth of the delete requests SQS bills. It applies under both
+// retry models and both run modes and deletes exactly the messages the
+// one-by-one path would. The consumer's client must implement
+// consumer.BatchDeleteClient (*sqs.Client does); Run refuses one that does
+// not with errors.ErrDeleteBatchUnsupported before any SQS call.
+func WithDeleteBatch() Option {
+	return func(r *Route) error {
+		r.deleteBatch = true
+		return nil
+	}
+}
+
 // WithDLQ enables observe-only DLQ detection: once a message's receive count
 // reaches maxReceiveCount (> 0; mirror the queue's redrive policy), or its
 // handler returns a fatal error, the consumer logs it at Error, increments
@@ -536,6 +551,10 @@ func (r *Route) ExtensionLimit() int { return r.extensionLimit }
 
 // Pollers is the number of concurrent receive loops.
 func (r *Route) Pollers() int { return r.pollers }
+
+// DeleteBatch reports whether the route deletes with DeleteMessageBatch
+// (WithDeleteBatch).
+func (r *Route) DeleteBatch() bool { return r.deleteBatch }
 
 // RunMode is the dispatch mode.
 func (r *Route) RunMode() Mode { return r.mode }

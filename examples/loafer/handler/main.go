@@ -50,7 +50,8 @@ func main() {
 
 // run consumes queue until ctx is canceled.
 func run(ctx context.Context, client consumer.SQSClient, queue string) error {
-	route, err := router.New(queue, handleMessage)
+	// Delete handled messages ten per DeleteMessageBatch request.
+	route, err := router.New(queue, handleMessage, router.WithDeleteBatch())
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	events, err := router.New("cairn-example-events", func(ctx context.Context, msg middleware.Message) error {
 		log.Info("event", slog.String("body", string(msg.Body())))
 		return nil
-	}, router.WithWorkerPoolSize(8), router.WithPollers(2), router.WithDLQ(5))
+	}, router.WithWorkerPoolSize(8), router.WithPollers(2), router.WithDLQ(5), router.WithDeleteBatch())
 	if err != nil {
 		return err
 	}
