@@ -172,11 +172,7 @@ func TestSeedClientWrapperWithoutBatchMethods(t *testing.T) {
 	t.Parallel()
 	fake := messagingtest.NewSQS()
 	url, _ := fake.AddQueue("wrapped")
-	for i := range 15 {
-		if _, err := fake.Send(url, fmt.Sprint("m", i), "", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendN(t, fake, url, 15, nil)
 	w := &loaferWrapper{SQSClient: fake}
 	c, err := consumer.New(w, newRoute(t, "wrapped", func(context.Context, middleware.Message) error { return nil }))
 	if err != nil {
@@ -198,11 +194,7 @@ func TestDeleteBatchIsTheRoutesChoice(t *testing.T) {
 		t.Parallel()
 		q := messagingtest.NewSQS()
 		url, _ := q.AddQueue("one-by-one")
-		for i := range 15 {
-			if _, err := q.Send(url, fmt.Sprint("m", i), "", nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		sendN(t, q, url, 15, nil)
 		c, err := consumer.New(q, newRoute(t, "one-by-one", func(context.Context, middleware.Message) error { return nil }))
 		if err != nil {
 			t.Fatal(err)
