@@ -1,5 +1,7 @@
 // Command scheduledretry is the Scheduled Retry (FIFO) program of the
-// loafer-awsx specification with only its import paths changed to cairn.
+// loafer-awsx specification with its import paths changed to cairn and its
+// wiring moved into run, so that its test can walk a message through every
+// retry to the DLQ.
 package main
 
 import (
@@ -28,9 +30,14 @@ func main() {
 		return
 	}
 
-	sqsClient := sqs.NewFromConfig(cfg)
-	schedulerClient := scheduler.NewFromConfig(cfg)
+	if err := run(ctx, log, sqs.NewFromConfig(cfg), scheduler.NewFromConfig(cfg)); err != nil {
+		log.Error("consumer stopped", slog.Any("error", err))
+	}
+}
 
+// run is the rest of the specification's program, given its clients, so a
+// test can drive it against the in-memory SQS and Scheduler.
+func run(ctx context.Context, log *slog.Logger, sqsClient consumer.SQSClient, schedulerClient consumer.SchedulerClient) error {
 	handler := func(ctx context.Context, msg middleware.Message) error {
 		// Return an error (or call Backoff on msg as a consumer.Message) to exercise the scheduled-retry path.
 		return errors.New("transient failure")
@@ -49,8 +56,7 @@ func main() {
 		),
 	)
 	if err != nil {
-		log.Error("failed to build route", slog.Any("error", err))
-		return
+		return err
 	}
 
 	// The Scheduled model is wired through consumer.New directly, not broker.New:
@@ -63,11 +69,7 @@ func main() {
 		consumer.WithDeadLetterMetric(func(routeName string) { log.Info("dead-letter", slog.String("route", routeName)) }),
 	)
 	if err != nil {
-		log.Error("failed to build consumer", slog.Any("error", err))
-		return
+		return err
 	}
-
-	if err := c.Run(ctx); err != nil {
-		log.Error("consumer stopped", slog.Any("error", err))
-	}
+	return c.Run(ctx)
 }
