@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-go/cairn/internal/testenv"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 )
 
@@ -70,6 +74,52 @@ func TestRunRetriesThenDeadLetters(t *testing.T) {
 	}
 	if n := len(sched.Schedules()); n != 5 {
 		t.Fatalf("%d retry schedules, want 5 (WithMaxRetryCount(5))", n)
+	}
+	if r, d := logs.count("msg=retry"), logs.count("msg=dead-letter"); r != 5 || d != 1 {
+		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
+	}
+}
+
+// The same against the SQS emulator. The program names its queues, so this is
+// the one test that creates "orders.fifo" and "orders-dlq.fifo" there; the
+// DLQ URL it hard-codes is AWS's, which the emulator resolves by queue name.
+func TestRunRetriesThenDeadLettersEmulator(t *testing.T) {
+	admin := testenv.SQS(t)
+	entry, _ := testenv.CreateQueue(t, admin, "orders", true)
+	dlq, _ := testenv.CreateQueue(t, admin, "orders-dlq", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := admin.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(entry), MessageBody: aws.String(`{"order":"o-1"}`),
+		MessageGroupId: aws.String("customer-1"), MessageDeduplicationId: aws.String("o-1")}); err != nil {
+		t.Fatal(err)
+	}
+	sched := messagingtest.NewScheduler(admin)
+	var logs syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, slog.New(slog.NewTextHandler(&logs, nil)), admin, sched) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for testenv.QueueLen(t, admin, dlq) == 0 && time.Now().Before(deadline) {
+		if _, err := sched.Fire(ctx, time.Now().Add(time.Hour), ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	out, err := admin.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != `{"order":"o-1"}` {
+		t.Fatalf("DLQ holds %+v, want the one message", out.Messages)
+	}
+	if n := testenv.QueueLen(t, admin, entry); n != 0 {
+		t.Fatalf("%d messages left on the entry queue", n)
+	}
+	if n := len(sched.Schedules()); n != 5 {
+		t.Fatalf("%d retry schedules, want 5", n)
 	}
 	if r, d := logs.count("msg=retry"), logs.count("msg=dead-letter"); r != 5 || d != 1 {
 		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
