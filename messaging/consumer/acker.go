@@ -225,6 +225,17 @@ func (a *acker) flush(ctx context.Context, partial, final bool) {
 // queue, holds up its group until its visibility ends.
 const deleteAttempts = 3
 
+// deleteFailed logs each of del as loafer-awsx does, one record per message
+// with its receipt handle: SQS hands the message out again once its
+// visibility ends.
+func (a *acker) deleteFailed(del []delEntry, attrs ...slog.Attr) {
+	for _, e := range del {
+		a.c.cfg.log.LogAttrs(context.Background(), slog.LevelError, "failed to delete message",
+			append([]slog.Attr{slog.String("route", a.c.name), slog.String("queue_url", a.c.queueURL),
+				slog.String("receipt_handle", aws.ToString(e.handle))}, attrs...)...)
+	}
+}
+
 // deleteWorker sends the delete batches it is given until jobs is closed.
 func (a *acker) deleteWorker() {
 	var entries [batchMax]types.DeleteMessageBatchRequestEntry
@@ -250,8 +261,7 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry, buf []types.Del
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				log.Error("delete batch abandoned; messages will be redelivered", slog.String("route", a.c.name),
-					slog.Int("count", len(del)), slog.Any("error", ctx.Err()))
+				a.deleteFailed(del, slog.Int("attempts", attempt-1), slog.Any("error", ctx.Err()))
 				return
 			case <-t.C:
 			}
@@ -270,8 +280,7 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry, buf []types.Del
 					slog.Int("count", len(del)), slog.Int("attempt", attempt), slog.Any("error", err))
 				continue
 			}
-			log.Error("delete batch failed; messages will be redelivered", slog.String("route", a.c.name),
-				slog.Int("count", len(del)), slog.Int("attempts", attempt), slog.Any("error", err))
+			a.deleteFailed(del, slog.Int("attempts", attempt), slog.Any("error", err))
 			return
 		}
 		failed := make(map[string]types.BatchResultErrorEntry, len(out.Failed))
@@ -289,8 +298,8 @@ func (a *acker) sendDeletes(ctx context.Context, del []delEntry, buf []types.Del
 			case !f.SenderFault && attempt < deleteAttempts:
 				again = append(again, e)
 			default:
-				log.Error("delete failed; message will be redelivered", slog.String("route", a.c.name),
-					slog.String("code", aws.ToString(f.Code)), slog.String("reason", aws.ToString(f.Message)))
+				a.deleteFailed(del[i:i+1], slog.Int("attempts", attempt), slog.String("code", aws.ToString(f.Code)),
+					slog.String("error", aws.ToString(f.Code)+": "+aws.ToString(f.Message)))
 			}
 		}
 		del = again

@@ -492,6 +492,10 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 		if blocked != nil {
 			if m, ok := blocked[d.groupKey]; ok {
 				if d.b.seq <= m.seq {
+					c.cfg.log.Warn("holding message to preserve FIFO group order; earlier message in group failed",
+						slog.String("route", c.name), slog.String("queue_url", c.queueURL),
+						slog.String("receipt_handle", deref(d.msg.ReceiptHandle)), slog.String("group_id", d.GroupID()),
+						slog.String("message_id", d.ID()))
 					if m.timeout >= 0 {
 						c.finishVisibility(d, m.timeout)
 					} else {
@@ -590,12 +594,9 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 	if c.sched != nil {
 		return c.scheduledOutcome(ctx, d, err, class, delay)
 	}
-	level := slog.LevelWarn
-	if class == merrors.FatalClass {
-		level = slog.LevelError
-	}
-	c.cfg.log.LogAttrs(ctx, level, "message failed", slog.String("route", c.name),
-		slog.String("message_id", d.ID()), slog.String("class", class.String()),
+	c.cfg.log.LogAttrs(ctx, slog.LevelError, "handler returned an error", slog.String("route", c.name),
+		slog.String("queue_url", c.queueURL), slog.String("receipt_handle", deref(d.msg.ReceiptHandle)),
+		slog.String("group_id", d.GroupID()), slog.String("message_id", d.ID()), slog.String("class", class.String()),
 		slog.Int("receive_count", d.ReceiveCount()), slog.Any("error", err))
 
 	dlq := c.dlq
@@ -637,8 +638,8 @@ func (c *Consumer) releaseDead(ctx context.Context, d *delivery, err error) {
 }
 
 func (c *Consumer) observeDLQ(ctx context.Context, d *delivery, dlq *router.DLQConfig, err error) {
-	c.cfg.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("route", c.name),
-		slog.String("message_id", d.ID()), slog.Int("receive_count", d.ReceiveCount()),
+	c.cfg.log.ErrorContext(ctx, "message exhausted; left in source queue for AWS SQS redrive", slog.String("route", c.name),
+		slog.String("queue_name", c.route.QueueName()), slog.String("message_id", d.ID()), slog.Int("receive_count", d.ReceiveCount()),
 		slog.Int("max_receive_count", dlq.MaxReceiveCount), slog.Any("error", err))
 	if c.cfg.dlqMetric != nil {
 		c.cfg.dlqMetric(c.name)

@@ -401,13 +401,15 @@ func (h *Handler) run(ctx context.Context, e *entry, queue string, r *events.SQS
 		}
 	}
 	class, delay := merrors.Classify(err)
-	h.log.LogAttrs(ctx, slog.LevelWarn, "message failed", slog.String("queue", queue),
+	h.log.LogAttrs(ctx, slog.LevelError, "handler returned an error", slog.String("queue", queue),
+		slog.String("receipt_handle", r.ReceiptHandle), slog.String("group_id", r.Attributes["MessageGroupId"]),
 		slog.String("message_id", r.MessageId), slog.String("class", class.String()), slog.Any("error", err))
 	if e.retrier != nil {
 		return h.scheduled(ctx, e, queue, r, class, delay)
 	}
 	if dlq := e.route.DLQ(); dlq != nil && (class == merrors.FatalClass || m.ReceiveCount() >= dlq.MaxReceiveCount) {
-		h.log.ErrorContext(ctx, "message exhausted; left for SQS redrive", slog.String("queue", queue),
+		h.log.ErrorContext(ctx, "message exhausted; left in source queue for AWS SQS redrive", slog.String("queue", queue),
+			slog.String("queue_name", queue),
 			slog.String("message_id", r.MessageId), slog.Int("receive_count", m.ReceiveCount()))
 		if h.dlqMetric != nil {
 			h.dlqMetric(queue)
