@@ -207,19 +207,8 @@ func TestCacheLimitsWithManyRuns(t *testing.T) {
 						return
 					}
 					ids[i] = run.ID()
-					for _, p := range []string{"p", "q"} {
-						for {
-							_, err := workflow.ResumeHook(ctx, c, token, p)
-							if err == nil {
-								break
-							}
-							if !errors.Is(err, worlds.ErrHookNotFound) {
-								t.Error(err)
-								return
-							}
-							time.Sleep(time.Millisecond)
-						}
-						time.Sleep(time.Millisecond)
+					if err := resumeInbox(ctx, c, token); err != nil {
+						t.Error(err)
 					}
 				}()
 			}
@@ -242,17 +231,8 @@ func TestCacheLimitsWithManyRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range []string{"p", "q"} {
-				for {
-					_, err := workflow.ResumeHook(ctx, c, token, p)
-					if err == nil {
-						break
-					}
-					if !errors.Is(err, worlds.ErrHookNotFound) {
-						t.Fatal(err)
-					}
-					time.Sleep(time.Millisecond)
-				}
+			if err := resumeInbox(ctx, c, token); err != nil {
+				t.Fatal(err)
 			}
 			if out, err := workflow.Attach[string](c, run.ID()).Result(resultCtx(t)); err != nil || out != "P@0,Q@0" {
 				t.Fatalf("run %s: %q, %v", run.ID(), out, err)
@@ -262,6 +242,24 @@ func TestCacheLimitsWithManyRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resumeInbox resumes an Inbox run's hooks p and q, each once it exists.
+func resumeInbox(ctx context.Context, c *workflow.Client, token string) error {
+	for _, p := range []string{"p", "q"} {
+		for {
+			_, err := workflow.ResumeHook(ctx, c, token, p)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, worlds.ErrHookNotFound) {
+				return err
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 // checkingRunner calls check after every delivery.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/cairn-go/cairn/internal/testenv"
+	"github.com/cairn-go/cairn/messaging/consumer"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 	"github.com/cairn-go/cairn/messaging/middleware"
 )
@@ -27,32 +28,7 @@ func TestRunKeepsGroupOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	seen := map[string][]string{}
-	h := func(ctx context.Context, msg middleware.Message) error {
-		mu.Lock()
-		seen[middleware.GroupID(msg)] = append(seen[middleware.GroupID(msg)], string(msg.Body()))
-		mu.Unlock()
-		return handleMessage(ctx, msg)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, fake, queueName, h) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for fake.Len(url) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for g, bodies := range seen {
-		if !slices.IsSorted(bodies) || len(bodies) != 5 {
-			t.Fatalf("group %s ran %v", g, bodies)
-		}
-	}
+	runInOrder(t, fake, queueName, func() int { return fake.Len(url) })
 }
 
 // The same against the SQS emulator's FIFO queue.
@@ -71,6 +47,14 @@ func TestRunKeepsGroupOrderEmulator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	runInOrder(t, admin, queue, func() int { return testenv.QueueLen(t, admin, url) })
+}
+
+// runInOrder runs the program's consumer on queue, which holds the messages
+// e00 to e19 in four groups, until left reports none left, and checks that
+// each group's five messages ran in the order sent.
+func runInOrder(t *testing.T, client consumer.SQSClient, queue string, left func() int) {
+	t.Helper()
 	var mu sync.Mutex
 	seen := map[string][]string{}
 	h := func(ctx context.Context, msg middleware.Message) error {
@@ -81,10 +65,10 @@ func TestRunKeepsGroupOrderEmulator(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, admin, queue, h) }()
+	go func() { errc <- run(ctx, client, queue, h) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for testenv.QueueLen(t, admin, url) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	for left() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	if err := <-errc; err != nil {

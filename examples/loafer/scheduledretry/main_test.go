@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,49 +10,43 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-go/cairn/internal/testenv"
+	"github.com/cairn-go/cairn/messaging/fake"
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 )
 
-// syncBuffer is a log sink the consumer's goroutines may write concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
+// count is how many records logs holds with message msg.
+func count(logs *fake.LogHandler, msg string) int {
+	n := 0
+	for _, r := range logs.Records() {
+		if r.Message == msg {
+			n++
+		}
+	}
+	return n
 }
 
 // The program's always-failing handler sends a message through its five
 // scheduled retries, each a schedule the in-memory Scheduler fires back into
 // the entry queue, and then to the DLQ, reporting each step to its hooks.
 func TestRunRetriesThenDeadLetters(t *testing.T) {
-	fake := messagingtest.NewSQS()
-	entry, _ := fake.AddQueue("orders.fifo")
-	dlq, _ := fake.AddQueue("orders-dlq.fifo")
-	if _, err := fake.Send(entry, `{"order":"o-1"}`, "customer-1", nil); err != nil {
+	mem := messagingtest.NewSQS()
+	entry, _ := mem.AddQueue("orders.fifo")
+	dlq, _ := mem.AddQueue("orders-dlq.fifo")
+	if _, err := mem.Send(entry, `{"order":"o-1"}`, "customer-1", nil); err != nil {
 		t.Fatal(err)
 	}
-	sched := messagingtest.NewScheduler(fake)
-	var logs syncBuffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sched := messagingtest.NewScheduler(mem)
+	logs := fake.NewLogHandler()
+	log := slog.New(logs)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, log, fake, sched) }()
+	go func() { errc <- run(ctx, log, mem, sched) }()
 
 	// Each retry is due up to 15 minutes ahead; fire whatever is scheduled as
 	// if that time had come, until the message reaches the DLQ.
 	deadline := time.Now().Add(20 * time.Second)
-	for fake.Len(dlq) == 0 && time.Now().Before(deadline) {
+	for mem.Len(dlq) == 0 && time.Now().Before(deadline) {
 		if _, err := sched.Fire(ctx, time.Now().Add(time.Hour), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -66,16 +57,16 @@ func TestRunRetriesThenDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if got := fake.Bodies(dlq); len(got) != 1 || got[0] != `{"order":"o-1"}` {
+	if got := mem.Bodies(dlq); len(got) != 1 || got[0] != `{"order":"o-1"}` {
 		t.Fatalf("DLQ holds %q, want the one message", got)
 	}
-	if n := fake.Len(entry); n != 0 {
+	if n := mem.Len(entry); n != 0 {
 		t.Fatalf("%d messages left on the entry queue", n)
 	}
 	if n := len(sched.Schedules()); n != 5 {
 		t.Fatalf("%d retry schedules, want 5 (WithMaxRetryCount(5))", n)
 	}
-	if r, d := logs.count("msg=retry"), logs.count("msg=dead-letter"); r != 5 || d != 1 {
+	if r, d := count(logs, "retry"), count(logs, "dead-letter"); r != 5 || d != 1 {
 		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
 	}
 }
@@ -94,9 +85,9 @@ func TestRunRetriesThenDeadLettersEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched := messagingtest.NewScheduler(admin)
-	var logs syncBuffer
+	logs := fake.NewLogHandler()
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, slog.New(slog.NewTextHandler(&logs, nil)), admin, sched) }()
+	go func() { errc <- run(ctx, slog.New(logs), admin, sched) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for testenv.QueueLen(t, admin, dlq) == 0 && time.Now().Before(deadline) {
 		if _, err := sched.Fire(ctx, time.Now().Add(time.Hour), ""); err != nil {
@@ -121,7 +112,7 @@ func TestRunRetriesThenDeadLettersEmulator(t *testing.T) {
 	if n := len(sched.Schedules()); n != 5 {
 		t.Fatalf("%d retry schedules, want 5", n)
 	}
-	if r, d := logs.count("msg=retry"), logs.count("msg=dead-letter"); r != 5 || d != 1 {
+	if r, d := count(logs, "retry"), count(logs, "dead-letter"); r != 5 || d != 1 {
 		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
 	}
 }
