@@ -272,6 +272,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
+// messageAttrs are the attributes of a record about d: cairn's route and
+// message_id, and the queue_url, receipt_handle and group_id loafer-awsx's
+// records carry, so queries written for those keep matching.
+func (c *Consumer) messageAttrs(d *delivery) []slog.Attr {
+	return []slog.Attr{slog.String("route", c.name), slog.String("queue_url", c.queueURL),
+		slog.String("receipt_handle", deref(d.msg.ReceiptHandle)), slog.String("group_id", d.GroupID()),
+		slog.String("message_id", d.ID())}
+}
+
 // releaseQueued makes visible again the messages no worker has started. It
 // does not wait: a receive still running may queue more, which the workers
 // then see under their canceled context.
@@ -492,10 +501,8 @@ func (c *Consumer) work(ctx context.Context, q <-chan *delivery) {
 		if blocked != nil {
 			if m, ok := blocked[d.groupKey]; ok {
 				if d.b.seq <= m.seq {
-					c.cfg.log.Warn("holding message to preserve FIFO group order; earlier message in group failed",
-						slog.String("route", c.name), slog.String("queue_url", c.queueURL),
-						slog.String("receipt_handle", deref(d.msg.ReceiptHandle)), slog.String("group_id", d.GroupID()),
-						slog.String("message_id", d.ID()))
+					c.cfg.log.LogAttrs(ctx, slog.LevelWarn, "holding message to preserve FIFO group order; earlier message in group failed",
+						c.messageAttrs(d)...)
 					if m.timeout >= 0 {
 						c.finishVisibility(d, m.timeout)
 					} else {
@@ -594,10 +601,8 @@ func (c *Consumer) outcome(ctx context.Context, d *delivery, err error) (kept bo
 	if c.sched != nil {
 		return c.scheduledOutcome(ctx, d, err, class, delay)
 	}
-	c.cfg.log.LogAttrs(ctx, slog.LevelError, "handler returned an error", slog.String("route", c.name),
-		slog.String("queue_url", c.queueURL), slog.String("receipt_handle", deref(d.msg.ReceiptHandle)),
-		slog.String("group_id", d.GroupID()), slog.String("message_id", d.ID()), slog.String("class", class.String()),
-		slog.Int("receive_count", d.ReceiveCount()), slog.Any("error", err))
+	c.cfg.log.LogAttrs(ctx, slog.LevelError, "handler returned an error", append(c.messageAttrs(d),
+		slog.String("class", class.String()), slog.Int("receive_count", d.ReceiveCount()), slog.Any("error", err))...)
 
 	dlq := c.dlq
 	hasDLQ := dlq != nil

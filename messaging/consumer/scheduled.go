@@ -197,10 +197,8 @@ func (c *Consumer) scheduledOutcome(ctx context.Context, d *delivery, err error,
 		if errors.Is(out.Err, merrors.ErrDLQPublish) {
 			msg = "failed to publish message to DLQ; retaining message"
 		}
-		c.cfg.log.Error(msg, slog.String("route", c.name), slog.String("queue_url", c.queueURL),
-			slog.String("receipt_handle", deref(d.msg.ReceiptHandle)), slog.String("group_id", d.GroupID()),
-			slog.String("message_id", d.ID()), slog.Int("retry_count", out.RetryCount),
-			slog.Any("error", out.Err), slog.Any("handler_error", err))
+		c.cfg.log.LogAttrs(ctx, slog.LevelError, msg, append(c.messageAttrs(d), slog.Int("retry_count", out.RetryCount),
+			slog.Any("error", out.Err), slog.Any("handler_error", err))...)
 		c.finish(d)
 		return true, -1
 	case InPlace:
