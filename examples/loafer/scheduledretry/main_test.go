@@ -14,6 +14,18 @@ import (
 	"github.com/cairn-go/cairn/messaging/messagingtest"
 )
 
+// checkRetries checks that the program made its five retry schedules and
+// reported them, and then the dead letter, to its hooks.
+func checkRetries(t *testing.T, sched *messagingtest.Scheduler, logs *fake.LogHandler) {
+	t.Helper()
+	if n := len(sched.Schedules()); n != 5 {
+		t.Fatalf("%d retry schedules, want 5 (WithMaxRetryCount(5))", n)
+	}
+	if r, d := count(logs, "retry"), count(logs, "dead-letter"); r != 5 || d != 1 {
+		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
+	}
+}
+
 // count is how many records logs holds with message msg.
 func count(logs *fake.LogHandler, msg string) int {
 	n := 0
@@ -63,12 +75,7 @@ func TestRunRetriesThenDeadLetters(t *testing.T) {
 	if n := mem.Len(entry); n != 0 {
 		t.Fatalf("%d messages left on the entry queue", n)
 	}
-	if n := len(sched.Schedules()); n != 5 {
-		t.Fatalf("%d retry schedules, want 5 (WithMaxRetryCount(5))", n)
-	}
-	if r, d := count(logs, "retry"), count(logs, "dead-letter"); r != 5 || d != 1 {
-		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
-	}
+	checkRetries(t, sched, logs)
 }
 
 // The same against the SQS emulator. The program names its queues, so this is
@@ -109,10 +116,5 @@ func TestRunRetriesThenDeadLettersEmulator(t *testing.T) {
 	if n := testenv.QueueLen(t, admin, entry); n != 0 {
 		t.Fatalf("%d messages left on the entry queue", n)
 	}
-	if n := len(sched.Schedules()); n != 5 {
-		t.Fatalf("%d retry schedules, want 5", n)
-	}
-	if r, d := count(logs, "retry"), count(logs, "dead-letter"); r != 5 || d != 1 {
-		t.Fatalf("hooks reported %d retries and %d dead letters, want 5 and 1", r, d)
-	}
+	checkRetries(t, sched, logs)
 }
