@@ -106,3 +106,89 @@ type validationDB struct{ conflictDB }
 func (f *validationDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return nil, errors.New("api error ValidationException: Item size has exceeded the maximum allowed size")
 }
+
+// movedStepDB serves a run whose step s1 finished and moved from the run view
+// to its item between the prefetch's reads: the first prefetch finds s1 in
+// neither, every later read sees the finished move (one more event).
+type movedStepDB struct {
+	conflictDB
+	moved    bool // false: the step is really missing, the count never changes
+	batchGet int
+}
+
+func (f *movedStepDB) run(count int64) map[string]types.AttributeValue {
+	run := &worlds.Run{RunID: "r", WorkflowName: "wf", Status: worlds.RunRunning, EventCount: count, CreatedAt: time.Unix(0, 0)}
+	return (&World{shards: DefaultListShards}).runItem(run, nil)
+}
+
+func (f *movedStepDB) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batchGet++
+	items := []map[string]types.AttributeValue{f.run(4)}
+	if f.moved && f.batchGet > 1 {
+		step := key(runPK("r"), stepSK("s1"))
+		step[attrData] = encodeData(&worlds.Step{RunID: "r", StepID: "s1", StepName: "a", Status: worlds.StepRunning, Attempt: 1})
+		step[attrSeq] = n(3)
+		items = []map[string]types.AttributeValue{f.run(5), step}
+	}
+	return &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"t": items}}, nil
+}
+
+func (f *movedStepDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if f.moved {
+		return &dynamodb.GetItemOutput{Item: f.run(5)}, nil
+	}
+	return &dynamodb.GetItemOutput{Item: f.run(4)}, nil
+}
+
+func TestAppendReplansWhenAStepMovedDuringItsReads(t *testing.T) {
+	t.Parallel()
+	for _, moved := range []bool{true, false} {
+		db := &movedStepDB{moved: moved}
+		w, err := New(validConfig(), db, &fakeSQS{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.Append(context.Background(), "r", worlds.Event{Type: worlds.EventStepHeartbeat, CorrelationID: "s1", Attempt: 1})
+		if moved && (err != nil || db.batchGet != 2 || len(db.txns) != 1) {
+			t.Fatalf("moved step: err = %v after %d prefetches and %d transactions, want success after 2 and 1", err, db.batchGet, len(db.txns))
+		}
+		if !moved && (!errors.Is(err, worlds.ErrStepNotFound) || db.batchGet != 1 || len(db.txns) != 0) {
+			t.Fatalf("missing step: err = %v after %d prefetches, want ErrStepNotFound after 1", err, db.batchGet)
+		}
+	}
+}
+
+// finishingStepDB serves GetStep's reads while step s1 finishes: its item is
+// missing at the first read, the run view read next no longer holds it, and
+// the item exists from then on.
+type finishingStepDB struct {
+	movedStepDB
+	stepReads int
+}
+
+func (f *finishingStepDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if getS(in.Key, attrSK) == metaSK {
+		return &dynamodb.GetItemOutput{Item: f.run(5)}, nil
+	}
+	f.stepReads++
+	if f.stepReads == 1 {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	step := key(runPK("r"), stepSK("s1"))
+	step[attrData] = encodeData(&worlds.Step{RunID: "r", StepID: "s1", StepName: "a", Status: worlds.StepCompleted, Attempt: 1})
+	return &dynamodb.GetItemOutput{Item: step}, nil
+}
+
+func TestGetStepFindsAStepThatFinishedDuringItsReads(t *testing.T) {
+	t.Parallel()
+	w, err := New(validConfig(), &finishingStepDB{}, &fakeSQS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.GetStep(context.Background(), "r", "s1")
+	if err != nil || st.Status != worlds.StepCompleted {
+		t.Fatalf("GetStep = %+v, %v; want the completed step", st, err)
+	}
+}

@@ -430,8 +430,14 @@ func (w *World) ListSteps(ctx context.Context, runID string, f worlds.ListFilter
 			return worlds.Page[worlds.Step]{}, &worlds.ArgumentError{Field: "Cursor", Value: f.Cursor, Reason: "not a step cursor"}
 		}
 	}
-	if err := w.requireRun(ctx, runID); err != nil {
+	// The run view first: a step it holds is either still there or, finished
+	// since, in the items queried after it.
+	run, err := w.loadRun(ctx, runID)
+	if err != nil {
 		return worlds.Page[worlds.Step]{}, err
+	}
+	if run.run == nil {
+		return worlds.Page[worlds.Step]{}, fmt.Errorf("%w: %s", worlds.ErrRunNotFound, runID)
 	}
 	type ordered struct {
 		seq  int64
@@ -439,6 +445,7 @@ func (w *World) ListSteps(ctx context.Context, runID string, f worlds.ListFilter
 	}
 	var all []ordered
 	var decodeErr error
+	stored := map[string]bool{}
 	err = w.queryRun(ctx, runID, "STEP#", "STEP#\uffff", 0, func(item map[string]types.AttributeValue) bool {
 		seq := getN(item, attrSeq)
 		if seq <= after {
@@ -449,6 +456,7 @@ func (w *World) ListSteps(ctx context.Context, runID string, f worlds.ListFilter
 			decodeErr = err
 			return false
 		}
+		stored[st.StepID] = true
 		all = append(all, ordered{seq, *st})
 		return true
 	})
@@ -457,6 +465,11 @@ func (w *World) ListSteps(ctx context.Context, runID string, f worlds.ListFilter
 	}
 	if err != nil {
 		return worlds.Page[worlds.Step]{}, err
+	}
+	for id, o := range run.open {
+		if o.Seq > after && !stored[id] {
+			all = append(all, ordered{o.Seq, o.Step})
+		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
 	page := worlds.Page[worlds.Step]{Items: []worlds.Step{}}

@@ -139,6 +139,7 @@ func getEntity[T any](ctx context.Context, w *World, pk, sk string) (*T, error) 
 type runState struct {
 	run     *worlds.Run
 	hookIDs []string
+	open    map[string]openStep // unfinished steps held in the run view
 }
 
 func decodeRun(item map[string]types.AttributeValue) (runState, error) {
@@ -150,7 +151,11 @@ func decodeRun(item map[string]types.AttributeValue) (runState, error) {
 		return runState{}, err
 	}
 	run.EventCount = getN(item, attrCount)
-	return runState{run: run, hookIDs: getSS(item, attrHookIDs)}, nil
+	open, err := decodeOpenSteps(item)
+	if err != nil {
+		return runState{}, err
+	}
+	return runState{run: run, hookIDs: getSS(item, attrHookIDs), open: open}, nil
 }
 
 func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
@@ -170,6 +175,7 @@ func itemKey(pk, sk string) string { return pk + "\x00" + sk }
 type loader struct {
 	w       *World
 	hookIDs []string
+	open    map[string]openStep
 	// fetched holds the prefetched items by key; a key present with a nil item was
 	// read and does not exist.
 	fetched map[string]map[string]types.AttributeValue
@@ -217,7 +223,7 @@ func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Even
 		l.fetched[itemKey(getS(item, attrPK), getS(item, attrSK))] = item
 	}
 	st, err := decodeRun(l.fetched[itemKey(runPK(runID), metaSK)])
-	l.hookIDs = st.hookIDs
+	l.hookIDs, l.open = st.hookIDs, st.open
 	return st, l, err
 }
 
@@ -236,8 +242,18 @@ func loadEntity[T any](ctx context.Context, l *loader, pk, sk string) (*T, error
 	return decodeData[T](item)
 }
 
+// Step reads the step's item, else the run view's open step. A step that moved
+// from the run view to its item between the two reads of the prefetch changed
+// the event count, so the transaction fails and the append is planned again.
 func (l *loader) Step(ctx context.Context, runID, stepID string) (*worlds.Step, error) {
-	return loadEntity[worlds.Step](ctx, l, runPK(runID), stepSK(stepID))
+	st, err := loadEntity[worlds.Step](ctx, l, runPK(runID), stepSK(stepID))
+	if err != nil || st != nil {
+		return st, err
+	}
+	if o, ok := l.open[stepID]; ok {
+		return &o.Step, nil
+	}
+	return nil, nil
 }
 
 func (l *loader) Hook(ctx context.Context, hookID string) (*worlds.Hook, error) {
@@ -306,6 +322,18 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 			return nil, err
 		}
 		effects, err := worlds.Plan(ctx, runID, st.run, events, w.now(), load)
+		if err != nil && st.run != nil && ctx.Err() == nil && !errors.Is(err, worlds.ErrRunFinished) {
+			// The prefetch reads its items one by one: a rejection may come from a
+			// step that moved from the run view to its item between them. Only an
+			// append moves one, so an unchanged event count confirms the rejection.
+			cur, rerr := w.loadRun(ctx, runID)
+			if rerr != nil {
+				return nil, errors.Join(err, rerr)
+			}
+			if cur.run != nil && cur.run.EventCount != st.run.EventCount {
+				continue
+			}
+		}
 		if err != nil {
 			if errors.Is(err, worlds.ErrRunFinished) && st.run != nil && hasTerminal(events) {
 				// A retried terminal append: make sure its expiry is queued.
@@ -484,7 +512,8 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 	hookIDs := append([]string(nil), st.hookIDs...)
 	type stepChange struct {
 		step    *worlds.Step
-		created int64 // seq of step_created in this append, 0 for a stored step
+		created int64 // seq of step_created, for a step created in this append or open in the run view
+		open    bool  // held in the run view before this append
 		ev      worlds.Event
 	}
 	steps, hooks, waits := map[string]*stepChange{}, map[string]*worlds.Hook{}, map[string]*worlds.Wait{}
@@ -521,6 +550,8 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 				stepOrder = append(stepOrder, eff.Step.StepID)
 				if eff.Event.Type == worlds.EventStepCreated {
 					c.created = eff.Event.Seq
+				} else if o, ok := st.open[eff.Step.StepID]; ok {
+					c.created, c.open = o.Seq, true
 				}
 			}
 			c.step, c.ev = eff.Step, eff.Event
@@ -558,16 +589,34 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 			waits[eff.Wait.WaitID] = eff.Wait
 		}
 	}
+	// Unfinished steps that have no item stay in (or join) the run view; the
+	// others are written to their items below, once the run view is built.
+	var open []openStep
+	for id, o := range st.open {
+		if _, changed := steps[id]; !changed {
+			open = append(open, o)
+		}
+	}
+	putStep := func(o openStep, ev worlds.Event) error {
+		item := key(runPK(o.Step.RunID), stepSK(o.Step.StepID))
+		item[attrData] = encodeData(&o.Step)
+		item[attrSeq] = n(o.Seq)
+		if size := itemSize(item); size > maxItemBytes {
+			return itemTooLarge(ev, "step", size)
+		}
+		put(item, "", nil, nil)
+		return nil
+	}
 	for _, id := range stepOrder {
 		c := steps[id]
 		if c.created > 0 {
-			item := key(runPK(c.step.RunID), stepSK(id))
-			item[attrData] = encodeData(c.step)
-			item[attrSeq] = n(c.created)
-			if size := itemSize(item); size > maxItemBytes {
-				return nil, itemTooLarge(c.ev, "step", size)
+			if !c.step.Status.Terminal() {
+				open = append(open, openStep{Seq: c.created, Step: *c.step})
+				continue
 			}
-			put(item, "", nil, nil)
+			if err := putStep(openStep{Seq: c.created, Step: *c.step}, c.ev); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		data := encodeData(c.step)
@@ -620,6 +669,15 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 	if size := itemSize(meta); size > maxItemBytes {
 		return nil, itemTooLarge(effects[len(effects)-1].Event, "run view", size)
 	}
+	for _, o := range placeOpenSteps(meta, open) {
+		ev := effects[len(effects)-1].Event
+		if c, ok := steps[o.Step.StepID]; ok {
+			ev = c.ev
+		}
+		if err := putStep(o, ev); err != nil {
+			return nil, err
+		}
+	}
 	if st.run == nil {
 		put(meta, "attribute_not_exists(pk)", nil, nil)
 	} else {
@@ -653,10 +711,25 @@ func (w *World) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 	return *st.run, nil
 }
 
-// GetStep returns one step.
+// GetStep returns one step: from its item, else from the run view, which holds
+// unfinished steps.
 func (w *World) GetStep(ctx context.Context, runID, stepID string) (worlds.Step, error) {
 	st, err := getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID))
 	if err != nil {
+		return worlds.Step{}, err
+	}
+	if st != nil {
+		return *st, nil
+	}
+	run, err := w.loadRun(ctx, runID)
+	if err != nil {
+		return worlds.Step{}, err
+	}
+	if o, ok := run.open[stepID]; ok {
+		return o.Step, nil
+	}
+	// The step may have finished, and moved to its item, since the first read.
+	if st, err = getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID)); err != nil {
 		return worlds.Step{}, err
 	}
 	if st == nil {

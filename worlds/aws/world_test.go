@@ -274,11 +274,13 @@ func TestLimits(t *testing.T) {
 	}
 	mustAppend(t, e.w, "many", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
 	var evs []worlds.Event
+	input := json.RawMessage(`"` + strings.Repeat("i", 1024) + `"`)
 	for i := range 100 {
-		evs = append(evs, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: fmt.Sprintf("s%d", i), StepName: "x"})
+		evs = append(evs, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: fmt.Sprintf("s%d", i), StepName: "x", Input: input})
 	}
 	// The events are packed into one item, and the run view is one more action,
-	// but each new step is an item of its own.
+	// but each new step is an item of its own: with a 1 KB input, none fits in
+	// the run view.
 	if _, err := e.w.Append(ctx, "many", evs[:99]...); !errors.Is(err, awsworld.ErrTooManyActions) || !errors.Is(err, worlds.ErrEventInvalid) {
 		t.Fatalf("101 actions: %v", err)
 	}

@@ -1,0 +1,151 @@
+package awsworld_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// rawItem reads one item of the table as stored.
+func (e *env) rawItem(t *testing.T, pk, sk string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
+// openStepIDs lists the steps the run view holds.
+func (e *env) openStepIDs(t *testing.T, runID string) []string {
+	t.Helper()
+	v, ok := e.rawItem(t, "RUN#"+runID, "META")["open_steps"].(*types.AttributeValueMemberS)
+	if !ok {
+		return nil
+	}
+	var open []struct{ Step worlds.Step }
+	if err := json.Unmarshal([]byte(v.Value), &open); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, o := range open {
+		ids = append(ids, o.Step.StepID)
+	}
+	return ids
+}
+
+func (e *env) checkSteps(t *testing.T, runID string, want ...string) {
+	t.Helper()
+	page, err := e.w.ListSteps(context.Background(), runID, worlds.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range page.Items {
+		got = append(got, s.StepID+":"+string(s.Status))
+		one, err := e.w.GetStep(context.Background(), runID, s.StepID)
+		if err != nil || one.Status != s.Status || one.Attempt != s.Attempt {
+			t.Fatalf("GetStep(%s) = %+v, %v; listed %+v", s.StepID, one, err, s)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("steps = %v, want %v", got, want)
+	}
+	// A page of one continues in creation order.
+	page, err = e.w.ListSteps(context.Background(), runID, worlds.ListFilter{Limit: 1})
+	for i := 0; err == nil && page.Cursor != ""; i++ {
+		if id := page.Items[0].StepID; !strings.HasPrefix(want[i], id+":") {
+			t.Fatalf("page %d: %s, want %s", i, id, want[i])
+		}
+		page, err = e.w.ListSteps(context.Background(), runID, worlds.ListFilter{Limit: 1, Cursor: page.Cursor})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnfinishedStepsLiveInTheRunView checks where steps are stored: an
+// unfinished step in the run view, which every append writes anyway, and a
+// finished one, or one too large for the run view's write units, in its item.
+func TestUnfinishedStepsLiveInTheRunView(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const run = "open"
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted})
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "a", Input: json.RawMessage(`1`)},
+		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	if e.rawItem(t, "RUN#"+run, "STEP#s1") != nil {
+		t.Fatal("a running step has an item of its own")
+	}
+	if got := e.openStepIDs(t, run); len(got) != 1 || got[0] != "s1" {
+		t.Fatalf("run view holds %v, want [s1]", got)
+	}
+	e.checkSteps(t, run, "s1:running")
+
+	// The step's completion moves it to its item; the next step takes its place.
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s1", Output: json.RawMessage(`"done"`)},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s2", StepName: "b"},
+		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s2", Attempt: 1})
+	item := e.rawItem(t, "RUN#"+run, "STEP#s1")
+	if item == nil || item["created_seq"].(*types.AttributeValueMemberN).Value != "3" {
+		t.Fatalf("finished step's item = %v, want created_seq 3", item)
+	}
+	if got := e.openStepIDs(t, run); len(got) != 1 || got[0] != "s2" {
+		t.Fatalf("run view holds %v, want [s2]", got)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:running")
+
+	// A retry keeps the step open in the run view, with its new state.
+	retryAt := e.clock.Now().Add(time.Minute)
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: "s2", Error: &worlds.ErrorInfo{Message: "again"}, RetryAt: &retryAt})
+	if e.rawItem(t, "RUN#"+run, "STEP#s2") != nil {
+		t.Fatal("a retrying step has an item of its own")
+	}
+	if s2, err := e.w.GetStep(context.Background(), run, "s2"); err != nil || s2.Status != worlds.StepPending || s2.Error == nil {
+		t.Fatalf("retrying step = %+v, %v", s2, err)
+	}
+
+	// A step that does not fit beside the run view gets its item at once.
+	big := json.RawMessage(`"` + strings.Repeat("x", 2048) + `"`)
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s3", StepName: "c", Input: big})
+	if e.rawItem(t, "RUN#"+run, "STEP#s3") == nil {
+		t.Fatal("a 2 KB step is held in the run view")
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:pending", "s3:pending")
+
+	// When the run view grows, an open step moves out to its item, unchanged:
+	// an attribute takes the run view to about 1,900 bytes, too close to its
+	// second KB for s2 (about 300 bytes of JSON).
+	base := 0
+	for name, v := range e.rawItem(t, "RUN#"+run, "META") {
+		if sv, ok := v.(*types.AttributeValueMemberS); ok && name != "open_steps" {
+			base += len(name) + len(sv.Value)
+		}
+	}
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"note": strings.Repeat("n", 1900-base)}})
+	if got := e.openStepIDs(t, run); len(got) != 0 {
+		t.Fatalf("run view of about 1 KB still holds %v", got)
+	}
+	if item := e.rawItem(t, "RUN#"+run, "STEP#s2"); item == nil || item["created_seq"].(*types.AttributeValueMemberN).Value != "6" {
+		t.Fatalf("moved step's item = %v, want created_seq 6", item)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:pending", "s3:pending")
+	e.clock.Advance(time.Minute)
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s2", Attempt: 2},
+		worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s2", Output: json.RawMessage(`2`)})
+	e.checkSteps(t, run, "s1:completed", "s2:completed", "s3:pending")
+
+	// Events that need a step still find it wherever it is.
+	if _, err := e.w.Append(context.Background(), run, worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s2"}); err == nil {
+		t.Fatal("a second completion of s2 was accepted")
+	}
+}
