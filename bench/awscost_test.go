@@ -62,9 +62,10 @@ type awsMeter struct {
 	images   *dynamodb.Client // unmetered; nil: write units are not computed
 	requests map[string]int64
 	wcu, rcu float64
-	localWCU float64
-	sqsUnits int64
-	err      error
+	// localWCU and localRCU are what DynamoDB Local reported.
+	localWCU, localRCU float64
+	sqsUnits           int64
+	err                error
 }
 
 func newAWSMeter(images *dynamodb.Client) *awsMeter {
@@ -171,6 +172,8 @@ func (m *awsMeter) record(op string, params, result any) {
 		}
 		units = chunks64K(n)
 	}
+	write := strings.Contains(op, "Write") || strings.Contains(op, "Put") || strings.Contains(op, "Update") || strings.Contains(op, "Delete")
+	var reportedRCU float64
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests[op]++
@@ -178,19 +181,21 @@ func (m *awsMeter) record(op string, params, result any) {
 		m.sqsUnits += units
 	}
 	for _, c := range caps {
-		if c.WriteCapacityUnits != nil {
-			m.localWCU += *c.WriteCapacityUnits
+		switch {
+		case c.WriteCapacityUnits != nil || c.ReadCapacityUnits != nil:
+			m.localWCU += aws.ToFloat64(c.WriteCapacityUnits)
+			reportedRCU += aws.ToFloat64(c.ReadCapacityUnits)
+		case c.CapacityUnits != nil && write:
+			m.localWCU += *c.CapacityUnits
+		case c.CapacityUnits != nil:
+			reportedRCU += *c.CapacityUnits
 		}
-		if c.ReadCapacityUnits != nil {
-			m.rcu += *c.ReadCapacityUnits
-		}
-		if c.WriteCapacityUnits == nil && c.ReadCapacityUnits == nil && c.CapacityUnits != nil {
-			if strings.Contains(op, "Write") || strings.Contains(op, "Put") || strings.Contains(op, "Update") || strings.Contains(op, "Delete") {
-				m.localWCU += *c.CapacityUnits
-			} else {
-				m.rcu += *c.CapacityUnits
-			}
-		}
+	}
+	m.localRCU += reportedRCU
+	if computed, ok := readUnits(params, result); ok && m.images != nil {
+		m.rcu += computed
+	} else {
+		m.rcu += reportedRCU
 	}
 }
 
@@ -384,6 +389,7 @@ func benchAWSCost(b *testing.B, steps int) {
 	b.ReportMetric(bill.wcu/total, "wcu/step")
 	b.ReportMetric(meter.localWCU/total, "ddblocal-wcu/step")
 	b.ReportMetric(bill.rcu/total, "rcu/step")
+	b.ReportMetric(meter.localRCU/total, "ddblocal-rcu/step")
 	b.ReportMetric(float64(invocations)/total, "invocations/step")
 	ops := make([]string, 0, len(bill.requests))
 	for op := range bill.requests {

@@ -89,3 +89,40 @@ func TestWriteUnits(t *testing.T) {
 		t.Errorf("itemBytes = %d, want 8", got)
 	}
 }
+
+// TestReadUnits checks the meter's read units against AWS's on-demand rules on
+// hand-made requests and answers.
+func TestReadUnits(t *testing.T) {
+	str := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	item := func(size int) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{"pk": str("p"), "sk": str("s"), "d": str(strings.Repeat("x", size-5))}
+	}
+	keys := func(n int) []map[string]ddbtypes.AttributeValue { return make([]map[string]ddbtypes.AttributeValue, n) }
+	for _, tc := range []struct {
+		name   string
+		params any
+		result any
+		want   float64
+	}{
+		{"consistent get of a small item", &dynamodb.GetItemInput{ConsistentRead: aws.Bool(true)}, &dynamodb.GetItemOutput{Item: item(300)}, 1},
+		{"consistent get of a missing item", &dynamodb.GetItemInput{ConsistentRead: aws.Bool(true)}, &dynamodb.GetItemOutput{}, 1},
+		{"eventually consistent get of 4 KB + 1", &dynamodb.GetItemInput{}, &dynamodb.GetItemOutput{Item: item(4097)}, 1},
+		{"batch: two found (1 and 2 blocks), one missing", &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{
+			"t": {Keys: keys(3), ConsistentRead: aws.Bool(true)}}},
+			&dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]ddbtypes.AttributeValue{"t": {item(100), item(5000)}}}, 4},
+		{"batch: unprocessed keys are not read", &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{
+			"t": {Keys: keys(3), ConsistentRead: aws.Bool(true)}}},
+			&dynamodb.BatchGetItemOutput{UnprocessedKeys: map[string]ddbtypes.KeysAndAttributes{"t": {Keys: keys(2)}}}, 1},
+		{"query sums its items before rounding", &dynamodb.QueryInput{ConsistentRead: aws.Bool(true)},
+			&dynamodb.QueryOutput{Items: []map[string]ddbtypes.AttributeValue{item(3000), item(3000)}}, 2},
+		{"index query finding nothing", &dynamodb.QueryInput{}, &dynamodb.QueryOutput{}, 0.5},
+	} {
+		got, ok := readUnits(tc.params, tc.result)
+		if !ok || got != tc.want {
+			t.Errorf("%s: %v (priced %v), want %v", tc.name, got, ok, tc.want)
+		}
+	}
+	if _, ok := readUnits(&dynamodb.ScanInput{}, &dynamodb.ScanOutput{}); ok {
+		t.Error("Scan priced; it should keep the reported units")
+	}
+}
