@@ -91,7 +91,7 @@ func (w *World) listByAttributes(ctx context.Context, f worlds.RunFilter, limit 
 		}
 		runs := map[string]*worlds.Run{}
 		for _, item := range items {
-			r, err := decodeData[worlds.Run](item)
+			r, _, err := decodeRunData(item)
 			if err != nil {
 				return worlds.Page[worlds.Run]{}, err
 			}

@@ -266,7 +266,7 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	}
 	page := worlds.Page[worlds.Run]{Items: []worlds.Run{}, Cursor: cursor}
 	for _, item := range items {
-		r, err := decodeData[worlds.Run](item)
+		r, _, err := decodeRunData(item)
 		if err != nil {
 			return worlds.Page[worlds.Run]{}, err
 		}

@@ -4,19 +4,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/cairn-go/cairn/worlds"
 )
 
-// A step that is not finished is kept in the run view (attribute open_steps)
-// rather than in an item of its own, as long as the run view stays within the
-// write units it is billed anyway. Every append writes the run view, so a step
-// created, started, heartbeating or retrying there costs no write of its own;
-// it gets its STEP# item once, when it finishes (or when it no longer fits).
-// An inline step thus writes three transactional items instead of four,
-// 6 write units instead of 8.
+// A step that is not finished is kept in the run view rather than in an item
+// of its own, as long as the run view stays within the write units it is
+// billed anyway. Every append writes the run view, so a step created, started,
+// heartbeating or retrying there costs no write of its own; it gets its STEP#
+// item once, when it finishes (or when it no longer fits). An inline step thus
+// writes three transactional items instead of four, 6 write units instead of 8.
+//
+// A run view holding steps stores its data as the JSON array [run, [open
+// steps]] instead of the run's object. A version that predates this fails to
+// decode it, so it cannot append to the run and rewrite the view without them.
 //
 // Steps only ever move from the run view to their item, never back: a reader
 // that finds a step in neither, having read the item before the run view, reads
@@ -32,21 +36,23 @@ type openStep struct {
 // DynamoDB's per-attribute overhead that itemSize does not count.
 const openSlack = 100
 
-// decodeOpenSteps reads the run view's open steps by step ID.
-func decodeOpenSteps(item map[string]types.AttributeValue) (map[string]openStep, error) {
-	data := getS(item, attrOpenSteps)
-	if data == "" {
-		return nil, nil
+// decodeRunData reads the run view's data: the run, and its open steps by step ID.
+func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, map[string]openStep, error) {
+	data := getS(item, attrData)
+	if !strings.HasPrefix(data, "[") {
+		run, err := decodeData[worlds.Run](item)
+		return run, nil, err
 	}
+	var run worlds.Run
 	var list []openStep
-	if err := json.Unmarshal([]byte(data), &list); err != nil {
-		return nil, fmt.Errorf("awsworld: decode %s/%s %s: %w", getS(item, attrPK), getS(item, attrSK), attrOpenSteps, err)
+	if err := json.Unmarshal([]byte(data), &[]any{&run, &list}); err != nil {
+		return nil, nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
 	}
 	open := make(map[string]openStep, len(list))
 	for _, o := range list {
 		open[o.Step.StepID] = o
 	}
-	return open, nil
+	return &run, open, nil
 }
 
 // placeOpenSteps puts into meta, in creation order, the open steps that fit
@@ -59,8 +65,8 @@ func placeOpenSteps(meta map[string]types.AttributeValue, candidates []openStep)
 	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Seq < candidates[j].Seq })
 	size := itemSize(meta)
 	budget := (size+1023)/1024*1024 - openSlack
-	used := size + len(attrOpenSteps) + len("[]")
-	var kept []json.RawMessage
+	used := size + len("[,[]]")
+	var kept []string
 	for _, o := range candidates {
 		b, err := json.Marshal(o)
 		if err != nil { // the model types always marshal
@@ -71,11 +77,10 @@ func placeOpenSteps(meta map[string]types.AttributeValue, candidates []openStep)
 			continue
 		}
 		used += len(b) + 1
-		kept = append(kept, b)
+		kept = append(kept, string(b))
 	}
 	if len(kept) > 0 {
-		b, _ := json.Marshal(kept)
-		meta[attrOpenSteps] = s(string(b))
+		meta[attrData] = s("[" + getS(meta, attrData) + ",[" + strings.Join(kept, ",") + "]]")
 	}
 	return evicted
 }

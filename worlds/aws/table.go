@@ -30,7 +30,6 @@ const (
 	attrCount       = "event_count"
 	attrHookIDs     = "hook_ids"
 	attrSeq         = "created_seq"
-	attrOpenSteps   = "open_steps"
 	attrHook        = "hook_id"
 	attrRun         = "run_id"
 	attrChunks      = "chunks"

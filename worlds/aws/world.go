@@ -146,15 +146,11 @@ func decodeRun(item map[string]types.AttributeValue) (runState, error) {
 	if item == nil {
 		return runState{}, nil
 	}
-	run, err := decodeData[worlds.Run](item)
+	run, open, err := decodeRunData(item)
 	if err != nil {
 		return runState{}, err
 	}
 	run.EventCount = getN(item, attrCount)
-	open, err := decodeOpenSteps(item)
-	if err != nil {
-		return runState{}, err
-	}
 	return runState{run: run, hookIDs: getSS(item, attrHookIDs), open: open}, nil
 }
 
