@@ -509,7 +509,6 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 	type stepChange struct {
 		step    *worlds.Step
 		created int64 // seq of step_created, for a step created in this append or open in the run view
-		open    bool  // held in the run view before this append
 		ev      worlds.Event
 	}
 	steps, hooks, waits := map[string]*stepChange{}, map[string]*worlds.Hook{}, map[string]*worlds.Wait{}
@@ -547,7 +546,7 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 				if eff.Event.Type == worlds.EventStepCreated {
 					c.created = eff.Event.Seq
 				} else if o, ok := st.open[eff.Step.StepID]; ok {
-					c.created, c.open = o.Seq, true
+					c.created = o.Seq
 				}
 			}
 			c.step, c.ev = eff.Step, eff.Event
