@@ -160,22 +160,20 @@ func TestAppendReplansWhenAStepMovedDuringItsReads(t *testing.T) {
 	}
 }
 
-// finishingStepDB serves GetStep's reads while step s1 finishes: its item is
-// missing at the first read, the run view read next no longer holds it, and
-// the item exists from then on.
+// finishingStepDB serves GetStep's reads while step s1 finishes: the batch
+// read finds neither its item (read before the move) nor it in the run view
+// (read after), and the item exists from then on.
 type finishingStepDB struct {
 	movedStepDB
 	stepReads int
 }
 
+func (f *finishingStepDB) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"t": {f.run(5)}}}, nil
+}
+
 func (f *finishingStepDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if getS(in.Key, attrSK) == metaSK {
-		return &dynamodb.GetItemOutput{Item: f.run(5)}, nil
-	}
 	f.stepReads++
-	if f.stepReads == 1 {
-		return &dynamodb.GetItemOutput{}, nil
-	}
 	step := key(runPK("r"), stepSK("s1"))
 	step[attrData] = encodeData(&worlds.Step{RunID: "r", StepID: "s1", StepName: "a", Status: worlds.StepCompleted, Attempt: 1})
 	return &dynamodb.GetItemOutput{Item: step}, nil
@@ -183,12 +181,13 @@ func (f *finishingStepDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, 
 
 func TestGetStepFindsAStepThatFinishedDuringItsReads(t *testing.T) {
 	t.Parallel()
-	w, err := New(validConfig(), &finishingStepDB{}, &fakeSQS{})
+	db := &finishingStepDB{}
+	w, err := New(validConfig(), db, &fakeSQS{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, err := w.GetStep(context.Background(), "r", "s1")
-	if err != nil || st.Status != worlds.StepCompleted {
-		t.Fatalf("GetStep = %+v, %v; want the completed step", st, err)
+	if err != nil || st.Status != worlds.StepCompleted || db.stepReads != 1 {
+		t.Fatalf("GetStep = %+v, %v after %d reads of the item; want the completed step after 1", st, err, db.stepReads)
 	}
 }

@@ -707,24 +707,32 @@ func (w *World) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 }
 
 // GetStep returns one step: from its item, else from the run view, which holds
-// unfinished steps.
+// unfinished steps. Both are read in one request.
 func (w *World) GetStep(ctx context.Context, runID, stepID string) (worlds.Step, error) {
-	st, err := getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID))
+	items, err := w.batchGet(ctx, []map[string]types.AttributeValue{key(runPK(runID), stepSK(stepID)), key(runPK(runID), metaSK)})
 	if err != nil {
 		return worlds.Step{}, err
 	}
-	if st != nil {
+	var run runState
+	for _, item := range items {
+		if getS(item, attrSK) == metaSK {
+			if run, err = decodeRun(item); err != nil {
+				return worlds.Step{}, err
+			}
+			continue
+		}
+		st, err := decodeData[worlds.Step](item)
+		if err != nil {
+			return worlds.Step{}, err
+		}
 		return *st, nil
-	}
-	run, err := w.loadRun(ctx, runID)
-	if err != nil {
-		return worlds.Step{}, err
 	}
 	if o, ok := run.open[stepID]; ok {
 		return o.Step, nil
 	}
-	// The step may have finished, and moved to its item, since the first read.
-	if st, err = getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID)); err != nil {
+	// The step may have finished, and moved to its item, between the two reads.
+	st, err := getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID))
+	if err != nil {
 		return worlds.Step{}, err
 	}
 	if st == nil {
