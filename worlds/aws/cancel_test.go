@@ -152,3 +152,46 @@ func TestCancelDeliveryKeepsAClaimedOne(t *testing.T) {
 		t.Error("the executed delivery's record was not deleted after it ran")
 	}
 }
+
+// Only a delivery due later has an entry in the run's QUEUE#<runID> partition
+// of list_group, which a finishing run queries for what is still due: one due
+// now is past due by then, and its entry would cost an index write when it is
+// queued and another when it is deleted.
+func TestOnlyDeliveriesDueLaterAreIndexedByRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	in := worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "byrun"}
+	indexed := func(id string) bool {
+		t.Helper()
+		rec := queueRecord(t, e, id)
+		if rec == nil {
+			t.Fatalf("QUEUE#%s missing", id)
+		}
+		_, pk := rec["list_group_pk"]
+		_, sk := rec["list_group_sk"]
+		if pk != sk {
+			t.Fatalf("QUEUE#%s has one of list_group_pk and list_group_sk: %v", id, rec)
+		}
+		if _, ok := rec["list_pk"]; !ok {
+			t.Fatalf("QUEUE#%s has no list entry, so Sweep would not find it", id)
+		}
+		return pk
+	}
+	for _, tc := range []struct {
+		id      string
+		due     time.Time
+		indexed bool
+	}{
+		{"now", time.Time{}, false},
+		{"later", e.clock.Now().Add(time.Minute), true},
+		{"later", time.Time{}, false}, // queued again, due now: its entry goes
+	} {
+		if _, err := e.w.Queue(ctx, in, worlds.QueueOptions{ID: tc.id, DueAt: tc.due}); err != nil {
+			t.Fatal(err)
+		}
+		if got := indexed(tc.id); got != tc.indexed {
+			t.Errorf("QUEUE#%s due %v: in list_group %v, want %v", tc.id, tc.due, got, tc.indexed)
+		}
+	}
+}

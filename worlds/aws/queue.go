@@ -125,12 +125,16 @@ func (w *World) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.Que
 	item[attrDue] = s(due.UTC().Format(time.RFC3339Nano))
 	item[attrQueue] = s(q.name)
 	item[attrPublished] = n(now.UnixMilli())
-	// The list index finds overdue records for Sweep, list_group a run's
-	// pending deliveries when it finishes.
+	// The list index finds overdue records for Sweep, list_group the
+	// deliveries a run still has due later when it finishes. A delivery due now
+	// is past due by then, so it gets no list_group entry: one index write less
+	// when it is queued and one when it is deleted.
 	item[attrListPK] = s(queueShardPK(shardOf(id, w.shards)))
 	item[attrListSK] = s(listSK(due, id))
-	item[attrGroupPK] = s(runQueuePK(in.RunID))
-	item[attrGroupSK] = s(listSK(due, id))
+	if due.After(now) {
+		item[attrGroupPK] = s(runQueuePK(in.RunID))
+		item[attrGroupSK] = s(listSK(due, id))
+	}
 	if w.scheduled(q, due.Sub(now)) {
 		item[attrScheduled] = &types.AttributeValueMemberBOOL{Value: true}
 	}
@@ -211,6 +215,10 @@ func (w *World) writeRecord(ctx context.Context, item map[string]types.Attribute
 	if _, ok := item[attrScheduled]; !ok {
 		names["#s"] = attrScheduled
 		remove = append(remove, "#s")
+	}
+	if _, ok := item[attrGroupPK]; !ok { // due now: out of list_group, even if it was due later before
+		names["#gpk"], names["#gsk"] = attrGroupPK, attrGroupSK
+		remove = append(remove, "#gpk", "#gsk")
 	}
 	_, err = w.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: w.table, Key: key(getS(item, attrPK), getS(item, attrSK)),
