@@ -194,7 +194,9 @@ func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Even
 			continue
 		}
 		need := worlds.NeedsFor(ev.Type)
-		if need.Step {
+		// A step an event other than its creation names is most likely held in
+		// the run view: its item is read only if the run view does not hold it.
+		if need.Step && ev.Type == worlds.EventStepCreated {
 			add(runPK(runID), stepSK(ev.CorrelationID))
 		}
 		if need.Hook {
@@ -238,18 +240,15 @@ func loadEntity[T any](ctx context.Context, l *loader, pk, sk string) (*T, error
 	return decodeData[T](item)
 }
 
-// Step reads the step's item, else the run view's open step. A step that moved
-// from the run view to its item between the two reads of the prefetch changed
-// the event count, so the transaction fails and the append is planned again.
+// Step returns the step the prefetched run view holds, else its item. Either
+// holds at commit, when the run view's event count is unchanged; a step that
+// moved from the run view to its item meanwhile changed the count, so the
+// transaction fails and the append is planned again.
 func (l *loader) Step(ctx context.Context, runID, stepID string) (*worlds.Step, error) {
-	st, err := loadEntity[worlds.Step](ctx, l, runPK(runID), stepSK(stepID))
-	if err != nil || st != nil {
-		return st, err
-	}
 	if o, ok := l.open[stepID]; ok {
 		return &o.Step, nil
 	}
-	return nil, nil
+	return loadEntity[worlds.Step](ctx, l, runPK(runID), stepSK(stepID))
 }
 
 func (l *loader) Hook(ctx context.Context, hookID string) (*worlds.Hook, error) {
