@@ -32,7 +32,7 @@ type openStep struct {
 	Step worlds.Step `json:"step"`
 }
 
-// openSlack is what openStepsFit leaves unused of the run view's write units, for
+// openSlack is what placeOpenSteps leaves unused of the run view's write units, for
 // DynamoDB's per-attribute overhead that itemSize does not count.
 const openSlack = 100
 
