@@ -91,12 +91,11 @@ func (w *World) listByAttributes(ctx context.Context, f worlds.RunFilter, limit 
 		}
 		runs := map[string]*worlds.Run{}
 		for _, item := range items {
-			r, _, err := decodeRunData(item)
+			st, err := decodeRun(item)
 			if err != nil {
 				return worlds.Page[worlds.Run]{}, err
 			}
-			r.EventCount = getN(item, attrCount)
-			runs[r.RunID] = r
+			runs[st.run.RunID] = st.run
 		}
 		for i, e := range entries {
 			scanned++

@@ -266,11 +266,11 @@ func (w *World) ListRuns(ctx context.Context, f worlds.RunFilter) (worlds.Page[w
 	}
 	page := worlds.Page[worlds.Run]{Items: []worlds.Run{}, Cursor: cursor}
 	for _, item := range items {
-		r, _, err := decodeRunData(item)
+		st, err := decodeRun(item)
 		if err != nil {
 			return worlds.Page[worlds.Run]{}, err
 		}
-		r.EventCount = getN(item, attrCount)
+		r := st.run
 		// The index may lag the base table; the consistent read decides.
 		if f.Status != "" && r.Status != f.Status {
 			continue
