@@ -21,12 +21,11 @@ import (
 // getMeta reads the META item of pk consistently.
 func getMeta(t *testing.T, e *env, pk string) map[string]ddbAttr {
 	t.Helper()
-	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.cfg.TableName),
-		Key: map[string]ddbAttr{"pk": ddbS(pk), "sk": ddbS("META")}, ConsistentRead: aws.Bool(true)})
-	if err != nil || out.Item == nil {
-		t.Fatalf("get %s: %v, %v", pk, out, err)
+	item := e.rawItem(t, pk, "META")
+	if item == nil {
+		t.Fatalf("get %s: no item", pk)
 	}
-	return out.Item
+	return item
 }
 
 // putLegacy writes item back as the version before the sharded list index wrote

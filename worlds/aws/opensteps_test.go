@@ -7,23 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/cairn-go/cairn/worlds"
 )
-
-// rawItem reads one item of the table as stored.
-func (e *env) rawItem(t *testing.T, pk, sk string) map[string]types.AttributeValue {
-	t.Helper()
-	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Item
-}
 
 // openStepIDs lists the steps the run view holds: its data is then the array
 // [run, [{"seq", "step"}...]].

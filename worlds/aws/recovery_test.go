@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -29,12 +28,7 @@ func (crashingSQS) SendMessage(context.Context, *sqs.SendMessageInput, ...func(*
 
 func queueRecord(t *testing.T, e *env, id string) map[string]ddbAttr {
 	t.Helper()
-	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.cfg.TableName),
-		Key: map[string]ddbAttr{"pk": ddbS("QUEUE#" + id), "sk": ddbS("META")}, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Item
+	return e.rawItem(t, "QUEUE#"+id, "META")
 }
 
 // A crash between the queue record write and the SQS send leaves a record no

@@ -100,6 +100,18 @@ func (e *env) advance(t *testing.T, d time.Duration) {
 	}
 }
 
+// rawItem reads one item of the table as stored, consistently; nil when there
+// is none.
+func (e *env) rawItem(t *testing.T, pk, sk string) map[string]ddbAttr {
+	t.Helper()
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.cfg.TableName),
+		Key: map[string]ddbAttr{"pk": ddbS(pk), "sk": ddbS(sk)}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
 func mustAppend(t *testing.T, w worlds.World, runID string, evs ...worlds.Event) []worlds.Event {
 	t.Helper()
 	out, err := w.Append(context.Background(), runID, evs...)
