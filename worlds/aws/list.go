@@ -381,31 +381,75 @@ func (w *World) ListEvents(ctx context.Context, runID string, f worlds.EventFilt
 		}
 		after = max(after, seq)
 	}
-	page := worlds.Page[worlds.Event]{Items: []worlds.Event{}}
-	var decodeErr error
-	err = w.queryRun(ctx, runID, eventSK(after+1), "EVENT#~", limit+1, func(item map[string]types.AttributeValue) bool {
-		evs, err := decodeEvents(item)
-		if err != nil {
-			decodeErr = err
-			return false
-		}
-		for _, ev := range evs {
-			if ev.Seq > after { // a pack keyed by its last seq may start before the page
-				page.Items = append(page.Items, ev)
-			}
-		}
-		return len(page.Items) <= limit
-	})
-	if err == nil {
-		err = decodeErr
-	}
+	// The run view first, then the packs: an event of its tail is either still
+	// there or, written out since, in a pack the query finds. Events appended
+	// after the run view was read are left out, so the page is a prefix of the
+	// log as it was then, with no gap.
+	run, err := w.loadRun(ctx, runID)
 	if err != nil {
 		return worlds.Page[worlds.Event]{}, err
 	}
-	if len(page.Items) == 0 { // tell an unknown run from the end of a log
-		if err := w.requireRun(ctx, runID); err != nil {
+	if run.run == nil {
+		return worlds.Page[worlds.Event]{}, fmt.Errorf("%w: %s", worlds.ErrRunNotFound, runID)
+	}
+	end := min(run.run.EventCount, after+int64(limit)+1) // one more tells whether a page follows
+	found := map[int64]worlds.Event{}
+	keep := func(ev worlds.Event) {
+		if ev.Seq > after && ev.Seq <= end {
+			found[ev.Seq] = ev
+		}
+	}
+	for _, ev := range run.tail {
+		keep(ev)
+	}
+	var decodeErr error
+	if int64(len(found)) < end-after {
+		err = w.queryRun(ctx, runID, eventSK(after+1), eventSK(end), 0, func(item map[string]types.AttributeValue) bool {
+			evs, err := decodeEvents(item)
+			if err != nil {
+				decodeErr = err
+				return false
+			}
+			for _, ev := range evs { // a pack may start before the page, or repeat a tail written out twice
+				keep(ev)
+			}
+			return int64(len(found)) < end-after
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
 			return worlds.Page[worlds.Event]{}, err
 		}
+		// The pack holding end is keyed by a later seq when end is not the
+		// last event of its append.
+		if _, ok := found[end]; !ok && end > after {
+			err = w.queryRun(ctx, runID, eventSK(end+1), "EVENT#~", 1, func(item map[string]types.AttributeValue) bool {
+				evs, err := decodeEvents(item)
+				if err != nil {
+					decodeErr = err
+					return false
+				}
+				for _, ev := range evs {
+					keep(ev)
+				}
+				return false
+			})
+			if err == nil {
+				err = decodeErr
+			}
+			if err != nil {
+				return worlds.Page[worlds.Event]{}, err
+			}
+		}
+	}
+	page := worlds.Page[worlds.Event]{Items: []worlds.Event{}}
+	for seq := after + 1; seq <= end; seq++ {
+		ev, ok := found[seq]
+		if !ok {
+			return worlds.Page[worlds.Event]{}, fmt.Errorf("awsworld: run %s: event %d is in neither the run view nor an event item", runID, seq)
+		}
+		page.Items = append(page.Items, ev)
 	}
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]

@@ -11,20 +11,29 @@ import (
 	"github.com/cairn-go/cairn/worlds"
 )
 
-// A step that is not finished is kept in the run view rather than in an item
-// of its own, as long as the run view stays within the write units it is
-// billed anyway. Every append writes the run view, so a step created, started,
-// heartbeating or retrying there costs no write of its own; it gets its STEP#
-// item once, when it finishes (or when it no longer fits). An inline step thus
-// writes three transactional items instead of four, 6 write units instead of 8.
+// The run view (META) holds more than the run:
 //
-// A run view holding steps stores its data as the JSON array [run, [open
-// steps]] instead of the run's object. A version that predates this fails to
-// decode it, so it cannot append to the run and rewrite the view without them.
+//   - Steps without an item of their own. Every append writes the run view, so
+//     a step created, started, heartbeating or retrying there costs no write of
+//     its own. A transactional append keeps unfinished steps there while the run
+//     view stays within the write units it is billed anyway, and writes the
+//     others, and every step it finishes, to their STEP# items.
+//   - The tail: the events of the last append, when that append was written as
+//     one conditional PutItem of the run view instead of a transaction (see
+//     fastView). Such an append also leaves the steps it finished in the run view.
 //
-// Steps only ever move from the run view to their item, never back: a reader
-// that finds a step in neither, having read the item before the run view, reads
-// the item again.
+// Events of the tail and finished steps are committed and never change: the next
+// append writes them out (the tail as the event pack it would have been, each
+// finished step as its item) with plain, idempotent puts before its own write,
+// which leaves them out. Unfinished steps only ever move from the run view to
+// their item, never back: a reader that finds a step in neither, having read the
+// item before the run view, reads the item again.
+//
+// A run view that holds anything stores its data as the JSON array
+// [run, {"steps": [...], "events": [...]}] instead of the run's object. Versions
+// that predate it fail to decode that (the oldest expect an object, the next an
+// array of steps as the second element), so they cannot append to the run and
+// rewrite the view without what it holds.
 
 // openStep is a step held in the run view, with the seq of its step_created.
 type openStep struct {
@@ -32,27 +41,84 @@ type openStep struct {
 	Step worlds.Step `json:"step"`
 }
 
+// heldData is the second element of a run view's data array.
+type heldData struct {
+	Steps  []openStep        `json:"steps,omitempty"`
+	Events []json.RawMessage `json:"events,omitempty"`
+}
+
 // openSlack is what placeOpenSteps leaves unused of the run view's write units, for
 // DynamoDB's per-attribute overhead that itemSize does not count.
 const openSlack = 100
 
-// decodeRunData reads the run view's data: the run, and its open steps by step ID.
-func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, map[string]openStep, error) {
+// decodeRunData reads the run view's data: the run, the steps it holds by step
+// ID, and its tail of events.
+func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, map[string]openStep, []worlds.Event, error) {
 	data := getS(item, attrData)
 	if !strings.HasPrefix(data, "[") {
 		run, err := decodeData[worlds.Run](item)
-		return run, nil, err
+		return run, nil, nil, err
+	}
+	fail := func(err error) (*worlds.Run, map[string]openStep, []worlds.Event, error) {
+		return nil, nil, nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
 	}
 	var run worlds.Run
-	var list []openStep
-	if err := json.Unmarshal([]byte(data), &[]any{&run, &list}); err != nil {
-		return nil, nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+	var second json.RawMessage
+	if err := json.Unmarshal([]byte(data), &[]any{&run, &second}); err != nil {
+		return fail(err)
 	}
-	open := make(map[string]openStep, len(list))
-	for _, o := range list {
+	var held heldData
+	var err error
+	if strings.HasPrefix(strings.TrimSpace(string(second)), "[") { // the steps alone, as first stored
+		err = json.Unmarshal(second, &held.Steps)
+	} else {
+		err = json.Unmarshal(second, &held)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	open := make(map[string]openStep, len(held.Steps))
+	for _, o := range held.Steps {
 		open[o.Step.StepID] = o
 	}
-	return &run, open, nil
+	tail := make([]worlds.Event, len(held.Events))
+	for i, raw := range held.Events {
+		if err := json.Unmarshal(raw, &tail[i]); err != nil {
+			return fail(err)
+		}
+	}
+	return &run, open, tail, nil
+}
+
+// setHeld stores steps and events (each already JSON) in meta's data beside the run.
+func setHeld(meta map[string]types.AttributeValue, steps, events []string) {
+	if len(steps) == 0 && len(events) == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("[" + getS(meta, attrData) + ",{")
+	if len(steps) > 0 {
+		b.WriteString(`"steps":[` + strings.Join(steps, ",") + "]")
+	}
+	if len(events) > 0 {
+		if len(steps) > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"events":[` + strings.Join(events, ",") + "]")
+	}
+	b.WriteString("}]")
+	meta[attrData] = s(b.String())
+}
+
+// heldOverhead is what setHeld adds to the data around the steps it holds.
+var heldOverhead = len(`[,{"steps":[]}]`)
+
+func marshalOpen(o openStep) string {
+	b, err := json.Marshal(o)
+	if err != nil { // the model types always marshal
+		panic(err)
+	}
+	return string(b)
 }
 
 // placeOpenSteps puts into meta, in creation order, the open steps that fit
@@ -65,22 +131,17 @@ func placeOpenSteps(meta map[string]types.AttributeValue, candidates []openStep)
 	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Seq < candidates[j].Seq })
 	size := itemSize(meta)
 	budget := (size+1023)/1024*1024 - openSlack
-	used := size + len("[,[]]")
+	used := size + heldOverhead
 	var kept []string
 	for _, o := range candidates {
-		b, err := json.Marshal(o)
-		if err != nil { // the model types always marshal
-			panic(err)
-		}
+		b := marshalOpen(o)
 		if used+len(b)+1 > budget {
 			evicted = append(evicted, o)
 			continue
 		}
 		used += len(b) + 1
-		kept = append(kept, string(b))
+		kept = append(kept, b)
 	}
-	if len(kept) > 0 {
-		meta[attrData] = s("[" + getS(meta, attrData) + ",[" + strings.Join(kept, ",") + "]]")
-	}
+	setHeld(meta, kept, nil)
 	return evicted
 }

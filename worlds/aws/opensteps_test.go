@@ -13,7 +13,7 @@ import (
 )
 
 // openStepIDs lists the steps the run view holds: its data is then the array
-// [run, [{"seq", "step"}...]].
+// [run, {"steps": [{"seq", "step"}...], "events": [...]}].
 func (e *env) openStepIDs(t *testing.T, runID string) []string {
 	t.Helper()
 	data := e.rawItem(t, "RUN#"+runID, "META")["data"].(*types.AttributeValueMemberS).Value
@@ -21,18 +21,37 @@ func (e *env) openStepIDs(t *testing.T, runID string) []string {
 		return nil
 	}
 	var run worlds.Run
-	var open []struct{ Step worlds.Step }
-	if err := json.Unmarshal([]byte(data), &[]any{&run, &open}); err != nil {
+	var held struct{ Steps []struct{ Step worlds.Step } }
+	if err := json.Unmarshal([]byte(data), &[]any{&run, &held}); err != nil {
 		t.Fatal(err)
 	}
 	if run.RunID != runID {
 		t.Fatalf("run view data holds run %q", run.RunID)
 	}
 	var ids []string
-	for _, o := range open {
+	for _, o := range held.Steps {
 		ids = append(ids, o.Step.StepID)
 	}
 	return ids
+}
+
+// heldEventSeqs lists the seqs of the events the run view holds.
+func (e *env) heldEventSeqs(t *testing.T, runID string) []int64 {
+	t.Helper()
+	data := e.rawItem(t, "RUN#"+runID, "META")["data"].(*types.AttributeValueMemberS).Value
+	if !strings.HasPrefix(data, "[") {
+		return nil
+	}
+	var run worlds.Run
+	var held struct{ Events []worlds.Event }
+	if err := json.Unmarshal([]byte(data), &[]any{&run, &held}); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, ev := range held.Events {
+		seqs = append(seqs, ev.Seq)
+	}
+	return seqs
 }
 
 func (e *env) checkSteps(t *testing.T, runID string, want ...string) {
@@ -68,6 +87,8 @@ func (e *env) checkSteps(t *testing.T, runID string, want ...string) {
 // TestUnfinishedStepsLiveInTheRunView checks where steps are stored: an
 // unfinished step in the run view, which every append writes anyway, and a
 // finished one, or one too large for the run view's write units, in its item.
+// A step finished by an append written as the run view alone stays there
+// until the next append.
 func TestUnfinishedStepsLiveInTheRunView(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -89,16 +110,16 @@ func TestUnfinishedStepsLiveInTheRunView(t *testing.T) {
 		t.Fatal("a run view holding steps decodes as a plain run")
 	}
 
-	// The step's completion moves it to its item; the next step takes its place.
+	// The step's completion, written as the run view alone, leaves it there
+	// beside the next step; the next append moves it to its item.
 	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s1", Output: json.RawMessage(`"done"`)},
 		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s2", StepName: "b"},
 		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s2", Attempt: 1})
-	item := e.rawItem(t, "RUN#"+run, "STEP#s1")
-	if item == nil || item["created_seq"].(*types.AttributeValueMemberN).Value != "3" {
-		t.Fatalf("finished step's item = %v, want created_seq 3", item)
+	if e.rawItem(t, "RUN#"+run, "STEP#s1") != nil {
+		t.Fatal("a step finished by the last append has its item already")
 	}
-	if got := e.openStepIDs(t, run); len(got) != 1 || got[0] != "s2" {
-		t.Fatalf("run view holds %v, want [s2]", got)
+	if got := e.openStepIDs(t, run); strings.Join(got, ",") != "s1,s2" {
+		t.Fatalf("run view holds %v, want [s1 s2]", got)
 	}
 	e.checkSteps(t, run, "s1:completed", "s2:running")
 
@@ -108,6 +129,14 @@ func TestUnfinishedStepsLiveInTheRunView(t *testing.T) {
 	if e.rawItem(t, "RUN#"+run, "STEP#s2") != nil {
 		t.Fatal("a retrying step has an item of its own")
 	}
+	item := e.rawItem(t, "RUN#"+run, "STEP#s1")
+	if item == nil || item["created_seq"].(*types.AttributeValueMemberN).Value != "3" {
+		t.Fatalf("finished step's item = %v, want created_seq 3", item)
+	}
+	if got := e.openStepIDs(t, run); len(got) != 1 || got[0] != "s2" {
+		t.Fatalf("run view holds %v, want [s2]", got)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:pending")
 	if s2, err := e.w.GetStep(context.Background(), run, "s2"); err != nil || s2.Status != worlds.StepPending || s2.Error == nil {
 		t.Fatalf("retrying step = %+v, %v", s2, err)
 	}

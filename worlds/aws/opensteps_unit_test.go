@@ -3,6 +3,7 @@ package awsworld
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func FuzzOpenSteps(f *testing.F) {
 		if got := (itemSize(meta) + 1023) / 1024; got != units {
 			t.Fatalf("run view billed %d KB with its steps, %d without", got, units)
 		}
-		got, open, err := decodeRunData(meta)
+		got, open, _, err := decodeRunData(meta)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,4 +59,78 @@ func FuzzOpenSteps(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRunViewShapes checks the decoding of every shape of the run view's data,
+// and that the versions before each shape refuse the next.
+func TestRunViewShapes(t *testing.T) {
+	t.Parallel()
+	w := &World{shards: DefaultListShards}
+	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7, CreatedAt: time.Unix(1, 0).UTC()}
+	step := openStep{Seq: 6, Step: worlds.Step{RunID: "r", StepID: "s2", StepName: "a", Status: worlds.StepRunning, Attempt: 1}}
+	done := openStep{Seq: 3, Step: worlds.Step{RunID: "r", StepID: "s1", StepName: "a", Status: worlds.StepCompleted, Output: json.RawMessage(`2`)}}
+	ev := worlds.Event{RunID: "r", Seq: 7, Type: worlds.EventStepStarted, CorrelationID: "s2", Attempt: 1, CreatedAt: time.Unix(2, 0).UTC()}
+	evJSON, _ := json.Marshal(ev)
+	runJSON, _ := json.Marshal(run)
+	for _, tc := range []struct {
+		name      string
+		data      string
+		steps     []string
+		tailSeqs  []int64
+		olderFail bool // a version that expects [run, [steps]] refuses it
+	}{
+		{"run alone", string(runJSON), nil, nil, false},
+		{"steps alone, as first stored", "[" + string(runJSON) + ",[" + marshalOpen(step) + "]]", []string{"s2"}, nil, false},
+		{"steps", "", []string{"s1", "s2"}, nil, true},
+		{"steps and tail", "", []string{"s1", "s2"}, []int64{7}, true},
+		{"tail alone", "", nil, []int64{7}, true},
+	} {
+		meta := w.runItem(run, nil)
+		if tc.data != "" {
+			meta[attrData] = s(tc.data)
+		} else {
+			var steps, events []string
+			if len(tc.steps) > 0 {
+				steps = []string{marshalOpen(done), marshalOpen(step)}
+			}
+			if len(tc.tailSeqs) > 0 {
+				events = []string{string(evJSON)}
+			}
+			setHeld(meta, steps, events)
+		}
+		got, open, tail, err := decodeRunData(meta)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got.RunID != "r" || got.EventCount != 7 {
+			t.Fatalf("%s: run %+v", tc.name, got)
+		}
+		var ids []string
+		for id := range open {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		if fmt.Sprint(ids) != fmt.Sprint(tc.steps) && !(len(ids) == 0 && len(tc.steps) == 0) {
+			t.Fatalf("%s: steps %v, want %v", tc.name, ids, tc.steps)
+		}
+		var seqs []int64
+		for _, e := range tail {
+			seqs = append(seqs, e.Seq)
+			if b, _ := json.Marshal(e); string(b) != string(evJSON) {
+				t.Fatalf("%s: tail event %+v, want %+v", tc.name, e, ev)
+			}
+		}
+		if fmt.Sprint(seqs) != fmt.Sprint(tc.tailSeqs) && !(len(seqs) == 0 && len(tc.tailSeqs) == 0) {
+			t.Fatalf("%s: tail %v, want %v", tc.name, seqs, tc.tailSeqs)
+		}
+		data := getS(meta, attrData)
+		var older worlds.Run
+		if err := json.Unmarshal([]byte(data), &older); (err == nil) != (tc.name == "run alone") {
+			t.Fatalf("%s: the oldest decoder (one run object) returned %v", tc.name, err)
+		}
+		var list []openStep
+		if err := json.Unmarshal([]byte(data), &[]any{&older, &list}); tc.olderFail && err == nil {
+			t.Fatalf("%s: a version that holds steps alone decoded it", tc.name)
+		}
+	}
 }

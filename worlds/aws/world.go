@@ -139,19 +139,20 @@ func getEntity[T any](ctx context.Context, w *World, pk, sk string) (*T, error) 
 type runState struct {
 	run     *worlds.Run
 	hookIDs []string
-	open    map[string]openStep // unfinished steps held in the run view
+	open    map[string]openStep // steps held in the run view
+	tail    []worlds.Event      // events held in the run view
 }
 
 func decodeRun(item map[string]types.AttributeValue) (runState, error) {
 	if item == nil {
 		return runState{}, nil
 	}
-	run, open, err := decodeRunData(item)
+	run, open, tail, err := decodeRunData(item)
 	if err != nil {
 		return runState{}, err
 	}
 	run.EventCount = getN(item, attrCount)
-	return runState{run: run, hookIDs: getSS(item, attrHookIDs), open: open}, nil
+	return runState{run: run, hookIDs: getSS(item, attrHookIDs), open: open, tail: tail}, nil
 }
 
 func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
@@ -294,8 +295,10 @@ func (w *World) tokenOwner(ctx context.Context, token string) (*worlds.Hook, err
 }
 
 // Append validates events with worlds.Plan against consistent reads and writes
-// them, the run view and every changed projection in one TransactWriteItems guarded
-// by the run's event count, retrying with jittered backoff when another writer won.
+// them, the run view and every changed projection in one write guarded by the
+// run's event count (a PutItem of the run view, or a TransactWriteItems), retrying
+// with jittered backoff when another writer won. Before it, it writes out what
+// the run view holds for good (see flushHeld).
 func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
 	if runID == "" || len(runID) > maxKeyPart {
 		return nil, &worlds.ArgumentError{Field: "runID", Value: len(runID), Reason: fmt.Sprintf("must be 1 to %d bytes", maxKeyPart)}
@@ -311,6 +314,7 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 	if err := w.recordShards(ctx); err != nil {
 		return nil, err
 	}
+	flushed := map[string]bool{}
 	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
 		st, load, err := w.prefetch(ctx, runID, events)
 		if err != nil {
@@ -339,11 +343,10 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 			}
 			return nil, err
 		}
-		actions, err := w.appendActions(st, effects)
-		if err != nil {
+		if err := w.flushHeld(ctx, st, flushed); err != nil {
 			return nil, err
 		}
-		_, err = w.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		retry, err := w.commit(ctx, st, effects)
 		if err == nil {
 			stored := make([]worlds.Event, len(effects))
 			for i := range effects {
@@ -364,14 +367,34 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 			}
 			return stored, nil
 		}
-		if !retryableTxn(err) {
-			return nil, w.txnError(err, effects)
+		if !retry {
+			return nil, err
 		}
 		if err := w.sleep(ctx, backoff(attempt)); err != nil {
 			return nil, err
 		}
 	}
 	return nil, fmt.Errorf("awsworld: append to run %s after %d attempts: %w", runID, maxAppendAttempts, worlds.ErrAppendContention)
+}
+
+// commit writes an append planned on st: as the run view alone when fastView
+// allows it and it costs no more, else as a transaction. It reports a write
+// that lost the race to another writer as retryable.
+func (w *World) commit(ctx context.Context, st runState, effects []worlds.Effect) (retry bool, err error) {
+	actions, txnErr := w.appendActions(st, effects)
+	if view, units := w.fastView(st, effects); view != nil && itemSize(view) <= fastViewMax-openSlack && (txnErr != nil || units <= txnUnits(actions)) {
+		return w.putView(ctx, st, view)
+	}
+	if txnErr != nil {
+		return false, txnErr
+	}
+	if _, err := w.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions}); err != nil {
+		if retryableTxn(err) {
+			return true, err
+		}
+		return false, w.txnError(err, effects)
+	}
+	return false, nil
 }
 
 func hasTerminal(events []worlds.Event) bool {
@@ -585,16 +608,15 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 	}
 	// Unfinished steps that have no item stay in (or join) the run view; the
 	// others are written to their items below, once the run view is built.
+	// Finished ones the run view held are written out by flushHeld.
 	var open []openStep
 	for id, o := range st.open {
-		if _, changed := steps[id]; !changed {
+		if _, changed := steps[id]; !changed && !o.Step.Status.Terminal() {
 			open = append(open, o)
 		}
 	}
 	putStep := func(o openStep, ev worlds.Event) error {
-		item := key(runPK(o.Step.RunID), stepSK(o.Step.StepID))
-		item[attrData] = encodeData(&o.Step)
-		item[attrSeq] = n(o.Seq)
+		item := stepItem(o)
 		if size := itemSize(item); size > maxItemBytes {
 			return itemTooLarge(ev, "step", size)
 		}
@@ -713,6 +735,7 @@ func (w *World) GetStep(ctx context.Context, runID, stepID string) (worlds.Step,
 		return worlds.Step{}, err
 	}
 	var run runState
+	var stored *worlds.Step
 	for _, item := range items {
 		if getS(item, attrSK) == metaSK {
 			if run, err = decodeRun(item); err != nil {
@@ -720,11 +743,15 @@ func (w *World) GetStep(ctx context.Context, runID, stepID string) (worlds.Step,
 			}
 			continue
 		}
-		st, err := decodeData[worlds.Step](item)
-		if err != nil {
+		if stored, err = decodeData[worlds.Step](item); err != nil {
 			return worlds.Step{}, err
 		}
-		return *st, nil
+	}
+	if run.run == nil { // a step item outlives its run only as a stray copy
+		return worlds.Step{}, fmt.Errorf("%w: %s/%s", worlds.ErrStepNotFound, runID, stepID)
+	}
+	if stored != nil {
+		return *stored, nil
 	}
 	if o, ok := run.open[stepID]; ok {
 		return o.Step, nil

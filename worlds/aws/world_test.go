@@ -881,9 +881,14 @@ func TestPackedEvents(t *testing.T) {
 		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1},
 		worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s1", Output: json.RawMessage(`1`)})
 	mustAppend(t, e.w, "packed", worlds.Event{Type: worlds.EventRunCompleted, Output: json.RawMessage(`1`)})
-	// Keys are the last seq of each item; "{" is one event, "[" a pack.
-	if got, want := strings.Join(eventItems("packed"), " "), "1{ 5[ 6{"; got != want {
+	// Keys are the last seq of each item; "{" is one event, "[" a pack. The
+	// last append's event is still held in the run view, and each append wrote
+	// out the one before it.
+	if got, want := strings.Join(eventItems("packed"), " "), "1{ 5["; got != want {
 		t.Fatalf("event items = %s, want %s", got, want)
+	}
+	if got := e.heldEventSeqs(t, "packed"); fmt.Sprint(got) != "[6]" {
+		t.Fatalf("run view holds events %v, want [6]", got)
 	}
 	for limit := 1; limit <= 7; limit++ {
 		for after := int64(0); after <= 6; after++ {

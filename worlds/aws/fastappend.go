@@ -1,0 +1,237 @@
+package awsworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/cairn-go/cairn/worlds"
+)
+
+// An append that changes only its run's events, steps already held in the run
+// view (or created by it) and the run view itself can be written as one
+// conditional PutItem of the run view, guarded by the event count like the run
+// view's put in a transaction. The run view then holds the append's events (its
+// tail) and every step it changed. A single-item write is billed one unit per
+// KB where a transaction bills two for each of its items, so a step's usual
+// append (its predecessor's outcome, its creation and start) costs 2 units for
+// the run view (under 2 KB) and, at the next append, 1 unit each for its events
+// as one pack and for the finished step as its item: 4 units instead of 6.
+//
+// The next append of any kind writes the tail and the finished steps out first
+// (flushHeld). They are committed and immutable, so a plain put is safe whoever
+// makes it and however often: a writer that loses the race to append has written
+// what the winner writes too. A crash between those puts and the append's own
+// write leaves data that is also in the run view; readers take either copy. A
+// writer stalled between its read and those puts for longer than it takes the
+// run to finish and expire leaves a copy in the run's deleted partition, which
+// no reader returns without the run view.
+//
+// Appends that touch hooks, tokens, waits, attributes or a step with an item of
+// its own stay transactions. So does an append whose run view would exceed
+// fastViewMax, or cost more than the transaction: unfinished steps are written
+// again by every append that holds them, so a run with many of them moves them
+// to their items in a transaction rather than carry them in a large run view.
+
+// fastViewMax bounds the run view of a single-item append: at 4 write units, it
+// costs no more than the smallest transaction (the run view and one event item,
+// 2 units each).
+const fastViewMax = 4 * 1024
+
+// fastView returns the run view a single-item append writes and what it costs
+// in write units, counting the pack of its tail and the items of the steps it
+// finished, written out later; nil when the append must be a transaction.
+func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types.AttributeValue, int) {
+	last := effects[len(effects)-1].Run
+	if len(w.attrActions(st.run, &last)) > 0 {
+		return nil, 0
+	}
+	held := make(map[string]openStep, len(st.open)+1)
+	for id, o := range st.open {
+		if !o.Step.Status.Terminal() { // finished ones are written out by flushHeld
+			held[id] = o
+		}
+	}
+	events := make([]string, 0, len(effects))
+	for i := range effects {
+		eff := &effects[i]
+		if eff.Hook != nil || len(eff.DisposedHooks) > 0 || eff.ClaimToken != "" || len(eff.ReleaseTokens) > 0 || eff.Wait != nil {
+			return nil, 0
+		}
+		if eff.Step != nil {
+			id := eff.Step.StepID
+			o, ok := held[id]
+			switch {
+			case eff.Event.Type == worlds.EventStepCreated:
+				o = openStep{Seq: eff.Event.Seq}
+			case !ok: // it has an item, which only a transaction may change
+				return nil, 0
+			}
+			o.Step = *eff.Step
+			held[id] = o
+		}
+		events = append(events, encodeData(eff.Event).(*types.AttributeValueMemberS).Value)
+	}
+	packs, err := eventItems(effects)
+	if err != nil || len(packs) != 1 {
+		return nil, 0
+	}
+	units := writeUnits(itemSize(packs[0]))
+	steps := make([]openStep, 0, len(held))
+	for _, o := range held {
+		steps = append(steps, o)
+		if o.Step.Status.Terminal() {
+			units += writeUnits(itemSize(stepItem(o)))
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Seq < steps[j].Seq })
+	encoded := make([]string, len(steps))
+	for i, o := range steps {
+		encoded[i] = marshalOpen(o)
+	}
+	meta := w.runItem(&last, st.hookIDs)
+	setHeld(meta, encoded, events)
+	return meta, units + writeUnits(itemSize(meta))
+}
+
+// writeUnits is what DynamoDB bills for writing an item of size bytes outside a
+// transaction.
+func writeUnits(size int) int { return max(1, (size+1023)/1024) }
+
+// txnUnits is what a transaction of actions costs: two units per KB of each item.
+func txnUnits(actions []types.TransactWriteItem) int {
+	units := 0
+	for _, a := range actions {
+		switch {
+		case a.Put != nil:
+			units += 2 * writeUnits(itemSize(a.Put.Item))
+		case a.Update != nil:
+			size := 0
+			for _, v := range a.Update.ExpressionAttributeValues {
+				size += attrSize(v)
+			}
+			units += 2 * writeUnits(size+200)
+		default:
+			units += 2
+		}
+	}
+	return units
+}
+
+// stepItem is the STEP# item of a step.
+func stepItem(o openStep) map[string]types.AttributeValue {
+	item := key(runPK(o.Step.RunID), stepSK(o.Step.StepID))
+	item[attrData] = encodeData(&o.Step)
+	item[attrSeq] = n(o.Seq)
+	return item
+}
+
+// tailPack is the event item of a run view's tail: what a transaction would have
+// written for the same append when its events fit one item. It is nil for no tail.
+func tailPack(tail []worlds.Event) (map[string]types.AttributeValue, error) {
+	if len(tail) == 0 {
+		return nil, nil
+	}
+	effects := make([]worlds.Effect, len(tail))
+	for i := range tail {
+		effects[i].Event = tail[i]
+	}
+	items, err := eventItems(effects)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) != 1 { // the tail came from a run view, which is one item
+		return nil, fmt.Errorf("awsworld: tail of run %s needs %d event items", tail[0].RunID, len(items))
+	}
+	return items[0], nil
+}
+
+// flushHeld writes out what the run view holds for good: its tail as an event
+// pack and its finished steps as their items. Keys in done were written by an
+// earlier attempt of the same append and are skipped.
+func (w *World) flushHeld(ctx context.Context, st runState, done map[string]bool) error {
+	var items []map[string]types.AttributeValue
+	pack, err := tailPack(st.tail)
+	if err != nil {
+		return err
+	}
+	if pack != nil {
+		items = append(items, pack)
+	}
+	for _, o := range st.open {
+		if o.Step.Status.Terminal() {
+			items = append(items, stepItem(o))
+		}
+	}
+	var todo []map[string]types.AttributeValue
+	for _, item := range items {
+		if k := itemKey(getS(item, attrPK), getS(item, attrSK)); !done[k] {
+			done[k] = true
+			todo = append(todo, item)
+		}
+	}
+	// One PutItem each, side by side: the roles the Terraform module grants do
+	// not include BatchWriteItem, which deletes without conditions.
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, item := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := w.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: w.table, Item: item}); err != nil {
+				errs[i] = fmt.Errorf("awsworld: write out %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			delete(done, itemKey(getS(todo[i], attrPK), getS(todo[i], attrSK)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// putView writes a single-item append's run view, guarded like the run view of
+// a transaction. It reports a lost race as retryable.
+//
+// A transaction the SDK sends again after losing its answer carries the same
+// ClientRequestToken, so DynamoDB answers it as the first time; a PutItem has no
+// such token, and its second sending fails the condition its first one changed.
+// So a failed condition is checked against the item DynamoDB returns with it: if
+// that is this very run view, the append committed.
+func (w *World) putView(ctx context.Context, st runState, meta map[string]types.AttributeValue) (retry bool, err error) {
+	in := &dynamodb.PutItemInput{TableName: w.table, Item: meta,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	if st.run == nil {
+		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		in.ConditionExpression = aws.String("#c = :c")
+		in.ExpressionAttributeNames = map[string]string{"#c": attrCount}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":c": n(st.run.EventCount)}
+	}
+	_, err = w.db.PutItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	var tc *types.TransactionConflictException
+	if errors.As(err, &ccf) && ccf.Item != nil && getS(ccf.Item, attrData) == getS(meta, attrData) && getN(ccf.Item, attrCount) == getN(meta, attrCount) {
+		return false, nil
+	}
+	if errors.As(err, &ccf) || errors.As(err, &tc) {
+		return true, err
+	}
+	if err != nil && (strings.Contains(err.Error(), "Item size") || strings.Contains(err.Error(), "size has exceeded")) {
+		last, _, _, _ := decodeRunData(meta)
+		return false, &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: last.RunID, Reason: err.Error()}
+	}
+	if err != nil {
+		return false, fmt.Errorf("awsworld: append to run %s: %w", getS(meta, attrPK)[len("RUN#"):], err)
+	}
+	return false, nil
+}

@@ -1,0 +1,453 @@
+package awsworld_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/cairn-go/cairn/worlds"
+	awsworld "github.com/cairn-go/cairn/worlds/aws"
+)
+
+// writeLog passes requests on to DynamoDB Local and records every write: "txn",
+// "put META" for the run view, "out <sk>,<sk>..." for the other items an append
+// puts before it (event packs by their last seq), sorted, as they are written
+// side by side. Before, when set, runs before a request of the given kind
+// ("txn", "put META", "out", "query") is passed on, once.
+type writeLog struct {
+	*dynamodb.Client
+	mu     sync.Mutex
+	writes []string
+	before map[string]func() error
+}
+
+func (l *writeLog) record(s string) {
+	l.mu.Lock()
+	l.writes = append(l.writes, s)
+	l.mu.Unlock()
+}
+
+func (l *writeLog) hook(op string) error {
+	l.mu.Lock()
+	f := l.before[op]
+	delete(l.before, op)
+	l.mu.Unlock()
+	if f != nil {
+		return f()
+	}
+	return nil
+}
+
+func (l *writeLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	var group []string
+	flush := func() {
+		if len(group) > 0 {
+			sort.Strings(group)
+			out = append(out, "out "+strings.Join(group, ","))
+			group = nil
+		}
+	}
+	for _, w := range l.writes {
+		if rest, ok := strings.CutPrefix(w, "out "); ok {
+			group = append(group, rest)
+			continue
+		}
+		flush()
+		out = append(out, w)
+	}
+	flush()
+	l.writes = nil
+	return out
+}
+
+func (l *writeLog) setBefore(op string, f func() error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.before == nil {
+		l.before = map[string]func() error{}
+	}
+	l.before[op] = f
+}
+
+func sk(item map[string]ddbAttr) string { return item["sk"].(*ddbtypes.AttributeValueMemberS).Value }
+
+func (l *writeLog) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if err := l.hook("txn"); err != nil {
+		return nil, err
+	}
+	l.record("txn")
+	return l.Client.TransactWriteItems(ctx, in, opts...)
+}
+
+func (l *writeLog) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	op, rec := "put META", "put META"
+	if key := sk(in.Item); key != "META" {
+		op, rec = "out", "out "+strings.TrimLeft(strings.TrimPrefix(key, "EVENT#"), "0")
+	}
+	if err := l.hook(op); err != nil {
+		return nil, err
+	}
+	l.record(rec)
+	return l.Client.PutItem(ctx, in, opts...)
+}
+
+func (l *writeLog) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := l.hook("query"); err != nil {
+		return nil, err
+	}
+	return l.Client.Query(ctx, in, opts...)
+}
+
+// stepEvents are the events of step n's usual append: the previous step's
+// outcome, then step n created and started.
+func stepEvents(n int) []worlds.Event {
+	id := fmt.Sprintf("s%d", n)
+	return []worlds.Event{
+		{Type: worlds.EventStepCompleted, CorrelationID: fmt.Sprintf("s%d", n-1), Output: json.RawMessage(fmt.Sprint(n))},
+		{Type: worlds.EventStepCreated, CorrelationID: id, StepName: "inc", Input: json.RawMessage(fmt.Sprint(n))},
+		{Type: worlds.EventStepStarted, CorrelationID: id, Attempt: 1},
+	}
+}
+
+func (e *env) listSeqs(t *testing.T, w *awsworld.World, runID string) string {
+	t.Helper()
+	var out []string
+	f := worlds.EventFilter{Limit: 1000}
+	for {
+		page, err := w.ListEvents(context.Background(), runID, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Items {
+			if ev.Seq != int64(len(out)+1) {
+				t.Fatalf("event %d has seq %d", len(out)+1, ev.Seq)
+			}
+			out = append(out, string(ev.Type))
+		}
+		if page.Cursor == "" {
+			return strings.Join(out, " ")
+		}
+		f.Cursor = page.Cursor
+	}
+}
+
+// TestStepAppendsAreOneWrite checks the append protocol of a run of steps: each
+// append is one conditional put of the run view, with no transaction, and
+// writes out what the append before it left in the run view, its events as one
+// pack and the step it finished as its item.
+func TestStepAppendsAreOneWrite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	log := &writeLog{Client: e.db}
+	w, err := awsworld.New(e.cfg, log, e.sqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = "fast"
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc", Input: json.RawMessage(`1`)},
+		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	mustAppend(t, w, run, stepEvents(2)...)
+	mustAppend(t, w, run, stepEvents(3)...)
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s3", Output: json.RawMessage(`3`)},
+		worlds.Event{Type: worlds.EventRunCompleted, Output: json.RawMessage(`3`)})
+	want := []string{
+		"put META",          // run_created (1), held
+		"out 1", "put META", // run_started, s1 (2-4)
+		"out 4", "put META", // s1 completed, s2 (5-7)
+		"out 7,STEP#s1", "put META", // s2 completed, s3 (8-10)
+		"out 10,STEP#s2", "put META", // s3 completed, run_completed (11-12)
+	}
+	got := log.take()
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("writes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if seqs := e.heldEventSeqs(t, run); fmt.Sprint(seqs) != "[11 12]" {
+		t.Fatalf("run view holds events %v, want [11 12]", seqs)
+	}
+	if got := e.openStepIDs(t, run); strings.Join(got, ",") != "s3" {
+		t.Fatalf("run view holds steps %v, want the finished s3", got)
+	}
+	if got, want := e.listSeqs(t, w, run), "run_created run_started step_created step_started step_completed step_created step_started step_completed step_created step_started step_completed run_completed"; got != want {
+		t.Fatalf("events: %s\nwant: %s", got, want)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:completed", "s3:completed")
+	r, err := w.GetRun(context.Background(), run)
+	if err != nil || r.Status != worlds.RunCompleted || r.EventCount != 12 || string(r.Output) != "3" {
+		t.Fatalf("run = %+v, %v", r, err)
+	}
+}
+
+// TestAppendCutShortAfterWritingOut checks a crash between an append's puts of
+// what the run view held and its own write: nothing is lost or doubled, and the
+// append made again succeeds.
+func TestAppendCutShortAfterWritingOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	log := &writeLog{Client: e.db}
+	w, err := awsworld.New(e.cfg, log, e.sqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = "cut"
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	mustAppend(t, w, run, stepEvents(2)...)
+	before := e.listSeqs(t, w, run)
+	crash := errors.New("process killed")
+	log.setBefore("put META", func() error { return crash })
+	if _, err := w.Append(context.Background(), run, stepEvents(3)...); !errors.Is(err, crash) {
+		t.Fatalf("append = %v, want the crash", err)
+	}
+	// s1 and the events 5-7 were written out and are still held in the run view.
+	if e.rawItem(t, "RUN#"+run, "STEP#s1") == nil || e.rawItem(t, "RUN#"+run, "EVENT#"+fmt.Sprintf("%026d", 7)) == nil {
+		t.Fatal("the append did not write out what the run view held")
+	}
+	if got := e.listSeqs(t, w, run); got != before {
+		t.Fatalf("events after the crash: %s\nwant: %s", got, before)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:running")
+	mustAppend(t, w, run, stepEvents(3)...)
+	if got, want := e.listSeqs(t, w, run), before+" step_completed step_created step_started"; got != want {
+		t.Fatalf("events: %s\nwant: %s", got, want)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:completed", "s3:running")
+}
+
+// TestFastAppendLosesRace checks two writers of one run: the one whose put of
+// the run view finds another append committed first plans again on top of it,
+// and writes out what that append left in the run view.
+func TestFastAppendLosesRace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	log := &writeLog{Client: e.db}
+	w, err := awsworld.New(e.cfg, log, e.sqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = "race"
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	// Between w's reads and its put, the other writer completes s1 and makes s2.
+	log.setBefore("put META", func() error {
+		mustAppend(t, e.w, run, stepEvents(2)...)
+		return nil
+	})
+	out, err := w.Append(context.Background(), run, worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go", Payload: json.RawMessage(`1`)})
+	if err != nil || len(out) != 1 || out[0].Seq != 8 {
+		t.Fatalf("losing append = %+v, %v; want it stored as event 8", out, err)
+	}
+	if got, want := e.listSeqs(t, w, run), "run_created run_started step_created step_started step_completed step_created step_started signal_received"; got != want {
+		t.Fatalf("events: %s\nwant: %s", got, want)
+	}
+	if e.rawItem(t, "RUN#"+run, "STEP#s1") == nil {
+		t.Fatal("the retry did not write out the step the winner finished")
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:running")
+}
+
+// TestListEventsWhileTailIsWrittenOut checks ListEvents when an append writes
+// out the run view's tail between its read of the run view and its query of
+// the event items: the page holds every event up to the count it read, from
+// wherever they are, and none after.
+func TestListEventsWhileTailIsWrittenOut(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		after      int64
+		limit      int
+		want       string
+		wantCursor bool
+	}{
+		{0, 0, "1 2 3 4 5 6 7", false},
+		{3, 0, "4 5 6 7", false},
+		{4, 2, "5 6", true},
+		{5, 0, "6 7", false}, // all in the tail: no query
+		{7, 0, "", false},
+	} {
+		e := newEnv(t, nil)
+		log := &writeLog{Client: e.db}
+		w, err := awsworld.New(e.cfg, log, e.sqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := fmt.Sprintf("list%d", i)
+		mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
+			worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+		mustAppend(t, w, run, stepEvents(2)...)
+		// Events 5-7 are the tail; the other writer moves them to a pack and
+		// holds its own, 8-10.
+		log.setBefore("query", func() error {
+			mustAppend(t, e.w, run, stepEvents(3)...)
+			return nil
+		})
+		page, err := w.ListEvents(context.Background(), run, worlds.EventFilter{AfterSeq: tc.after, Limit: tc.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []string
+		for _, ev := range page.Items {
+			seqs = append(seqs, fmt.Sprint(ev.Seq))
+		}
+		if got := strings.Join(seqs, " "); got != tc.want || (page.Cursor != "") != tc.wantCursor {
+			t.Fatalf("after %d limit %d: %q cursor %q, want %q", tc.after, tc.limit, got, page.Cursor, tc.want)
+		}
+	}
+}
+
+// TestAppendProtocolAgainstAModel drives runs through random appends of every
+// kind, single-item and transactional, some of them cut short after writing out
+// what the run view held, and checks after each that the log, its pages and
+// the steps are what the appends that succeeded made them.
+func TestAppendProtocolAgainstAModel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	for seed := uint64(1); seed <= 3; seed++ {
+		log := &writeLog{Client: e.db}
+		w, err := awsworld.New(e.cfg, log, e.sqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(seed, 0))
+		run := fmt.Sprintf("model%d", seed)
+		var types []string // the log the successful appends made
+		steps := map[string]string{}
+		attempts := map[string]int{}
+		var order []string
+		crashes := 0
+		apply := func(evs ...worlds.Event) {
+			t.Helper()
+			crash := rng.IntN(5) == 0
+			if crash {
+				cut := errors.New("cut short")
+				log.setBefore("put META", func() error { return cut })
+				log.setBefore("txn", func() error { return cut })
+			}
+			_, err := w.Append(ctx, run, evs...)
+			if crash && err != nil {
+				crashes++
+			}
+			log.setBefore("put META", nil)
+			log.setBefore("txn", nil)
+			if crash && err != nil {
+				return
+			}
+			if err != nil {
+				t.Fatalf("seed %d: append %v: %v", seed, evs[0].Type, err)
+			}
+			for _, ev := range evs {
+				types = append(types, string(ev.Type))
+				switch ev.Type {
+				case worlds.EventStepCreated:
+					steps[ev.CorrelationID] = "pending"
+					order = append(order, ev.CorrelationID)
+				case worlds.EventStepStarted:
+					steps[ev.CorrelationID] = "running"
+					attempts[ev.CorrelationID] = ev.Attempt
+				case worlds.EventStepRetrying:
+					steps[ev.CorrelationID] = "pending"
+				case worlds.EventStepCompleted:
+					steps[ev.CorrelationID] = "completed"
+				}
+			}
+		}
+		check := func() {
+			t.Helper()
+			if got, want := e.listSeqs(t, w, run), strings.Join(types, " "); got != want {
+				t.Fatalf("seed %d: events\n%s\nwant\n%s", seed, got, want)
+			}
+			limit := 1 + rng.IntN(4)
+			var paged []string
+			f := worlds.EventFilter{Limit: limit}
+			for {
+				page, err := w.ListEvents(ctx, run, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ev := range page.Items {
+					paged = append(paged, string(ev.Type))
+				}
+				if page.Cursor == "" {
+					break
+				}
+				f.Cursor = page.Cursor
+			}
+			if strings.Join(paged, " ") != strings.Join(types, " ") {
+				t.Fatalf("seed %d: pages of %d: %v", seed, limit, paged)
+			}
+			var want []string
+			for _, id := range order {
+				want = append(want, id+":"+steps[id])
+			}
+			e.checkSteps(t, run, want...)
+		}
+		apply(worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+		for len(types) == 0 {
+			apply(worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+		}
+		apply(worlds.Event{Type: worlds.EventRunStarted})
+		for len(types) < 2 {
+			apply(worlds.Event{Type: worlds.EventRunStarted})
+		}
+		for i := 0; i < 40; i++ {
+			var running, pending []string
+			for _, id := range order {
+				switch steps[id] {
+				case "running":
+					running = append(running, id)
+				case "pending":
+					pending = append(pending, id)
+				}
+			}
+			id := fmt.Sprintf("s%d", len(order)+1)
+			input := json.RawMessage(fmt.Sprint(i))
+			if rng.IntN(6) == 0 { // too large to hold beside the run view
+				input = json.RawMessage(`"` + strings.Repeat("x", 3000) + `"`)
+			}
+			switch op := rng.IntN(8); {
+			case op < 3:
+				evs := []worlds.Event{{Type: worlds.EventStepCreated, CorrelationID: id, StepName: "a", Input: input},
+					{Type: worlds.EventStepStarted, CorrelationID: id, Attempt: 1}}
+				if len(running) > 0 {
+					evs = append([]worlds.Event{{Type: worlds.EventStepCompleted, CorrelationID: running[0], Output: json.RawMessage(`1`)}}, evs...)
+				}
+				apply(evs...)
+			case op == 3 && len(running) > 0:
+				retry := e.clock.Now()
+				apply(worlds.Event{Type: worlds.EventStepRetrying, CorrelationID: running[len(running)-1], Error: &worlds.ErrorInfo{Message: "again"}, RetryAt: &retry})
+			case op == 4 && len(pending) > 0:
+				apply(worlds.Event{Type: worlds.EventStepStarted, CorrelationID: pending[0], Attempt: attempts[pending[0]] + 1})
+			case op == 5:
+				apply(worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": fmt.Sprint(i)}})
+			case op == 6:
+				resume := e.clock.Now().Add(time.Hour)
+				apply(worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: fmt.Sprintf("w%d", i), ResumeAt: &resume})
+			default:
+				apply(worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go", Payload: json.RawMessage(fmt.Sprint(i))})
+			}
+			check()
+		}
+		kinds := map[string]int{}
+		for _, w := range log.take() {
+			kinds[strings.Fields(w)[0]]++
+		}
+		if kinds["txn"] == 0 || kinds["put"] == 0 || kinds["out"] == 0 || crashes == 0 {
+			t.Fatalf("seed %d: %v writes and %d appends cut short: not every path was taken", seed, kinds, crashes)
+		}
+		t.Logf("seed %d: %v writes, %d appends cut short", seed, kinds, crashes)
+	}
+}
