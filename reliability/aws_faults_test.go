@@ -2,8 +2,10 @@ package reliability_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -13,13 +15,24 @@ import (
 )
 
 // TestAWSWorldUnderDynamoDBFaults appends from many writers to one hot run of
-// the AWS World on DynamoDB Local while transactions are throttled or commit
-// with their response lost. A writer that gets an error checks whether its event
-// landed (as a caller must after a lost response) and retries only if not.
-// Every event must be in the log exactly once, in per-writer order, with
+// the AWS World on DynamoDB Local while writes are throttled, commit with their
+// response lost, or are sent again after committing (as the SDK does after a
+// lost response). Attributes are appended as transactions, signals as one
+// conditional put of the run view. A writer that gets an error checks whether
+// its event landed (as a caller must after a lost response) and retries only if
+// not. Every event must be in the log exactly once, in per-writer order, with
 // contiguous sequence numbers.
 func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"attributes", "signals"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			hotRunUnderFaults(t, mode)
+		})
+	}
+}
+
+func hotRunUnderFaults(t *testing.T, mode string) {
 	db := testenv.DynamoDB(t)
 	sq := testenv.SQS(t)
 	s := seed(t)
@@ -30,7 +43,7 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.DeleteTableOnCleanup(t, db, table)
-	f := newFaults(s, map[string]float64{"ddb-throttle-write": 0.15, "ddb-lost-write": 0.15})
+	f := newFaults(s, map[string]float64{"ddb-throttle-write": 0.15, "ddb-lost-write": 0.15, "ddb-resent-write": 0.15})
 	faulty := &faultyDynamoDB{DynamoDBAPI: db, f: f}
 	w, err := awsworld.New(awsworld.Config{
 		BaseURL: "https://example.com/v1/workflow", TableName: table,
@@ -49,6 +62,38 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 			t.Fatalf("seed %d: create: %v", s, err)
 		}
 	}
+	event := func(key string) worlds.Event {
+		if mode == "signals" {
+			return worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "ledger", Payload: json.RawMessage(strconv.Quote(key))}
+		}
+		return worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{key: "x"}}
+	}
+	keyOf := func(ev worlds.Event) string {
+		if mode == "signals" {
+			k, _ := strconv.Unquote(string(ev.Payload))
+			return k
+		}
+		for k := range ev.Attributes {
+			return k
+		}
+		return ""
+	}
+	landed := func(key string) bool {
+		if mode == "attributes" {
+			r, err := w.GetRun(ctx, run)
+			return err == nil && r.Attributes[key] != ""
+		}
+		events, err := worlds.AllEvents(ctx, w, run)
+		if err != nil {
+			return false
+		}
+		for _, ev := range events {
+			if keyOf(ev) == key {
+				return true
+			}
+		}
+		return false
+	}
 	const writers, each = 6, 6
 	var wg sync.WaitGroup
 	failures := make(chan error, writers)
@@ -57,12 +102,11 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 			for i := range each {
 				key := fmt.Sprintf("g%d-%02d", g, i)
 				for attempt := 0; ; attempt++ {
-					_, err := w.Append(ctx, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{key: "x"}})
+					_, err := w.Append(ctx, run, event(key))
 					if err == nil {
 						break
 					}
-					r, gerr := w.GetRun(ctx, run)
-					if gerr == nil && r.Attributes[key] != "" {
+					if landed(key) {
 						break // committed; only the response was lost
 					}
 					if attempt > 40 {
@@ -90,18 +134,22 @@ func TestAWSWorldUnderDynamoDBFaults(t *testing.T) {
 		if ev.Seq != int64(i+1) {
 			t.Fatalf("seed %d: event %d has seq %d", s, i, ev.Seq)
 		}
-		for k := range ev.Attributes {
-			var g, n int
-			fmt.Sscanf(k, "g%d-%d", &g, &n)
-			if n != next[fmt.Sprint(g)] {
-				t.Fatalf("seed %d: writer %d: event %d out of order or repeated (want %d)", s, g, n, next[fmt.Sprint(g)])
-			}
-			next[fmt.Sprint(g)]++
+		if i == 0 {
+			continue
 		}
+		var g, n int
+		fmt.Sscanf(keyOf(ev), "g%d-%d", &g, &n)
+		if n != next[fmt.Sprint(g)] {
+			t.Fatalf("seed %d: writer %d: event %d out of order or repeated (want %d)", s, g, n, next[fmt.Sprint(g)])
+		}
+		next[fmt.Sprint(g)]++
 	}
-	t.Logf("transactions sent=%d throttled=%d responses lost=%d events=%d lost=0 duplicated=0",
-		faulty.sent.Load(), f.count("ddb-throttle-write"), f.count("ddb-lost-write"), len(events))
-	if f.count("ddb-throttle-write") == 0 || f.count("ddb-lost-write") == 0 {
+	t.Logf("transactions=%d run view puts=%d throttled=%d responses lost=%d resent=%d events=%d lost=0 duplicated=0",
+		faulty.sent.Load(), faulty.puts.Load(), f.count("ddb-throttle-write"), f.count("ddb-lost-write"), f.count("ddb-resent-write"), len(events))
+	if f.count("ddb-throttle-write") == 0 || f.count("ddb-lost-write") == 0 || (mode == "signals" && f.count("ddb-resent-write") == 0) {
 		t.Fatalf("seed %d: a fault kind was never injected; rerun proves nothing", s)
+	}
+	if (mode == "signals") != (faulty.sent.Load() == 0) {
+		t.Fatalf("seed %d: %d transactions for %s", s, faulty.sent.Load(), mode)
 	}
 }

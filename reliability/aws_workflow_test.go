@@ -136,7 +136,7 @@ func TestAWSWorkflowsUnderFaults(t *testing.T) {
 	std, fifo := createTestQueue(t, sq, false), createTestQueue(t, sq, true)
 
 	f := newFaults(s, map[string]float64{
-		"ddb-throttle-write": 0.03, "ddb-lost-write": 0.03, "ddb-throttle-read": 0.01, "ddb-reset": 0.01,
+		"ddb-throttle-write": 0.03, "ddb-lost-write": 0.03, "ddb-resent-write": 0.03, "ddb-throttle-read": 0.01, "ddb-reset": 0.01,
 		"sqs-throttle-send": 0.04, "sqs-lost-send": 0.04, "sqs-throttle-visibility": 0.2,
 		"sqs-dup-receive": 0.1, "sqs-delete-lost": 0.05,
 		"sched-throttle": 0.04, "sched-lost-create": 0.04, "sched-fired-twice": 0.4, "sched-early": 0.2,

@@ -98,12 +98,15 @@ func connReset(op string) error {
 // and loses the response of transactions that committed.
 //
 // Fault kinds: ddb-throttle-write (TransactWriteItems, PutItem, UpdateItem, DeleteItem), ddb-lost-write (committed,
-// response lost), ddb-throttle-read (GetItem, Query, BatchGetItem), ddb-reset
-// (any call, before it is sent).
+// response lost; transactions and conditional puts), ddb-resent-write (a
+// conditional put that committed is sent again, as the SDK does after a lost
+// response, and the second answer returned), ddb-throttle-read (GetItem, Query,
+// BatchGetItem), ddb-reset (any call, before it is sent).
 type faultyDynamoDB struct {
 	awsworld.DynamoDBAPI
 	f          *faults
 	sent, wins atomic.Int64 // TransactWriteItems calls, and those that committed
+	puts       atomic.Int64 // conditional PutItem calls that committed
 }
 
 func (d *faultyDynamoDB) before(op string, throttle string) error {
@@ -156,7 +159,20 @@ func (d *faultyDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput,
 	if err := d.before("PutItem", "ddb-throttle-write"); err != nil {
 		return nil, err
 	}
-	return d.DynamoDBAPI.PutItem(ctx, in, opts...)
+	out, err := d.DynamoDBAPI.PutItem(ctx, in, opts...)
+	if err != nil || in.ConditionExpression == nil { // only conditional puts commit appends
+		return out, err
+	}
+	d.puts.Add(1)
+	switch {
+	case d.f.hit("ddb-lost-write"):
+		return nil, connReset("PutItem")
+	case d.f.hit("ddb-resent-write"):
+		// The SDK's retry after a lost answer: the same request once more,
+		// which now fails the condition the first one changed.
+		return d.DynamoDBAPI.PutItem(ctx, in, opts...)
+	}
+	return out, nil
 }
 
 func (d *faultyDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
