@@ -202,3 +202,55 @@ func TestGetStepFindsAStepThatFinishedDuringItsReads(t *testing.T) {
 		t.Fatalf("GetStep = %+v, %v after %d reads of the item; want the completed step after 1", st, err, db.stepReads)
 	}
 }
+
+// resentPutDB answers the first conditional put of the run view with a failed
+// condition and the item as stored: the put itself (own), as when the SDK
+// sends a committed put again, or another writer's (other).
+type resentPutDB struct {
+	conflictDB
+	own  bool
+	puts []*dynamodb.PutItemInput
+}
+
+func (f *resentPutDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if in.ConditionExpression == nil { // an item written out of the run view
+		return &dynamodb.PutItemOutput{}, nil
+	}
+	f.puts = append(f.puts, in)
+	if len(f.puts) > 1 {
+		return &dynamodb.PutItemOutput{}, nil
+	}
+	stored := in.Item
+	if !f.own {
+		stored = map[string]types.AttributeValue{"pk": in.Item["pk"], "sk": in.Item["sk"], "data": &types.AttributeValueMemberS{Value: `{"runId":"r"}`},
+			"event_count": &types.AttributeValueMemberN{Value: "3"}}
+	}
+	return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed"), Item: stored}
+}
+
+func TestRunViewPutSentAgainCommitsOnce(t *testing.T) {
+	t.Parallel()
+	for _, own := range []bool{true, false} {
+		db := &resentPutDB{own: own}
+		w, err := New(validConfig(), db, &fakeSQS{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.sleep = func(context.Context, time.Duration) error { return nil }
+		out, err := w.Append(context.Background(), "r", worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go"})
+		if err != nil || len(out) != 1 || out[0].Seq != 3 {
+			t.Fatalf("own %v: append = %+v, %v", own, out, err)
+		}
+		if want := map[bool]int{true: 1, false: 2}[own]; len(db.puts) != want {
+			t.Fatalf("own %v: %d puts of the run view, want %d (a failed condition on its own put is a commit; on another's, a retry)", own, len(db.puts), want)
+		}
+		if v := db.puts[0].ReturnValuesOnConditionCheckFailure; v != types.ReturnValuesOnConditionCheckFailureAllOld {
+			t.Fatalf("the put does not ask for the stored item on a failed condition: %q", v)
+		}
+		if len(db.txns) != 0 {
+			t.Fatalf("own %v: %d transactions for a signal", own, len(db.txns))
+		}
+	}
+}

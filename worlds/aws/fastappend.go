@@ -25,10 +25,16 @@ import (
 // the run view (under 2 KB) and, at the next append, 1 unit each for its events
 // as one pack and for the finished step as its item: 4 units instead of 6.
 //
-// The next append of any kind writes the tail and the finished steps out first
-// (flushHeld). They are committed and immutable, so a plain put is safe whoever
-// makes it and however often: a writer that loses the race to append has written
-// what the winner writes too. A crash between those puts and the append's own
+// The tail and the finished steps are written out by the writer's next append to
+// the run, beside its reads (unless the run has ended: they stay in the run view
+// until it expires), and before its write by any append that does not know them
+// to be written (flushHeld): after a crash, or when another World made the
+// append before. They are committed and immutable, so a plain put is safe
+// whoever makes it and however often: a writer that loses the race to append has
+// written what the winner writes too. Writing them out beside the reads keeps
+// them off a step's path (a step costs two round trips, the reads and the put)
+// and out of the window between an append's reads and its write, where they
+// would widen races between writers of one run. A crash between those puts and the append's own
 // write leaves data that is also in the run view; readers take either copy. A
 // writer stalled between its read and those puts for longer than it takes the
 // run to finish and expire leaves a copy in the run's deleted partition, which
@@ -45,13 +51,14 @@ import (
 // 2 units each).
 const fastViewMax = 4 * 1024
 
-// fastView returns the run view a single-item append writes and what it costs
-// in write units, counting the pack of its tail and the items of the steps it
-// finished, written out later; nil when the append must be a transaction.
-func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types.AttributeValue, int) {
+// fastView returns the run view a single-item append writes, what it costs in
+// write units, counting the pack of its tail and the items of the steps it
+// finished, written out later, and the state it leaves; nil when the append
+// must be a transaction.
+func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types.AttributeValue, int, runState) {
 	last := effects[len(effects)-1].Run
 	if len(w.attrActions(st.run, &last)) > 0 {
-		return nil, 0
+		return nil, 0, runState{}
 	}
 	held := make(map[string]openStep, len(st.open)+1)
 	for id, o := range st.open {
@@ -60,10 +67,11 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		}
 	}
 	events := make([]string, 0, len(effects))
+	tail := make([]worlds.Event, 0, len(effects))
 	for i := range effects {
 		eff := &effects[i]
 		if eff.Hook != nil || len(eff.DisposedHooks) > 0 || eff.ClaimToken != "" || len(eff.ReleaseTokens) > 0 || eff.Wait != nil {
-			return nil, 0
+			return nil, 0, runState{}
 		}
 		if eff.Step != nil {
 			id := eff.Step.StepID
@@ -72,16 +80,17 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 			case eff.Event.Type == worlds.EventStepCreated:
 				o = openStep{Seq: eff.Event.Seq}
 			case !ok: // it has an item, which only a transaction may change
-				return nil, 0
+				return nil, 0, runState{}
 			}
 			o.Step = *eff.Step
 			held[id] = o
 		}
 		events = append(events, encodeData(eff.Event).(*types.AttributeValueMemberS).Value)
+		tail = append(tail, eff.Event)
 	}
 	packs, err := eventItems(effects)
 	if err != nil || len(packs) != 1 {
-		return nil, 0
+		return nil, 0, runState{}
 	}
 	units := writeUnits(itemSize(packs[0]))
 	steps := make([]openStep, 0, len(held))
@@ -98,7 +107,7 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	}
 	meta := w.runItem(&last, st.hookIDs)
 	setHeld(meta, encoded, events)
-	return meta, units + writeUnits(itemSize(meta))
+	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, open: held, tail: tail}
 }
 
 // writeUnits is what DynamoDB bills for writing an item of size bytes outside a
@@ -153,10 +162,73 @@ func tailPack(tail []worlds.Event) (map[string]types.AttributeValue, error) {
 	return items[0], nil
 }
 
-// flushHeld writes out what the run view holds for good: its tail as an event
-// pack and its finished steps as their items. Keys in done were written by an
-// earlier attempt of the same append and are skipped.
-func (w *World) flushHeld(ctx context.Context, st runState, done map[string]bool) error {
+// writtenOutMax bounds the keys a World remembers as written out.
+const writtenOutMax = 4096
+
+// writtenOut is the set of items a World has written out, the most recent
+// writtenOutMax of them, so it does not put them again. Forgetting one costs a
+// put of the same item once more.
+type writtenOut struct {
+	mu   sync.Mutex
+	keys map[string]bool
+	ring []string
+	next int
+}
+
+func (c *writtenOut) has(k string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keys[k]
+}
+
+func (c *writtenOut) add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil {
+		c.keys = make(map[string]bool, writtenOutMax)
+		c.ring = make([]string, writtenOutMax)
+	}
+	if c.keys[k] {
+		return
+	}
+	delete(c.keys, c.ring[c.next])
+	c.ring[c.next] = k
+	c.keys[k] = true
+	c.next = (c.next + 1) % writtenOutMax
+}
+
+// pendingMax bounds the runs a World keeps pending write-outs for; forgetting
+// them leaves them to the next append's flushHeld.
+const pendingMax = 1024
+
+// pendingOut holds, by run, the state this World's last single-item append to
+// the run left, whose tail and finished steps its next append writes out.
+type pendingOut struct {
+	mu sync.Mutex
+	m  map[string]runState
+}
+
+func (p *pendingOut) put(runID string, st runState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) >= pendingMax {
+		p.m = make(map[string]runState)
+	}
+	p.m[runID] = st
+}
+
+func (p *pendingOut) take(runID string) (runState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.m[runID]
+	delete(p.m, runID)
+	return st, ok
+}
+
+// flushHeld writes out what the run view of st holds for good: its tail as an
+// event pack and its finished steps as their items, skipping the ones this
+// World has written out already.
+func (w *World) flushHeld(ctx context.Context, st runState) error {
 	var items []map[string]types.AttributeValue
 	pack, err := tailPack(st.tail)
 	if err != nil {
@@ -172,8 +244,7 @@ func (w *World) flushHeld(ctx context.Context, st runState, done map[string]bool
 	}
 	var todo []map[string]types.AttributeValue
 	for _, item := range items {
-		if k := itemKey(getS(item, attrPK), getS(item, attrSK)); !done[k] {
-			done[k] = true
+		if !w.written.has(itemKey(getS(item, attrPK), getS(item, attrSK))) {
 			todo = append(todo, item)
 		}
 	}
@@ -187,15 +258,12 @@ func (w *World) flushHeld(ctx context.Context, st runState, done map[string]bool
 			defer wg.Done()
 			if _, err := w.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: w.table, Item: item}); err != nil {
 				errs[i] = fmt.Errorf("awsworld: write out %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+				return
 			}
+			w.written.add(itemKey(getS(item, attrPK), getS(item, attrSK)))
 		}()
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			delete(done, itemKey(getS(todo[i], attrPK), getS(todo[i], attrSK)))
-		}
-	}
 	return errors.Join(errs...)
 }
 

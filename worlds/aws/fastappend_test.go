@@ -145,9 +145,9 @@ func (e *env) listSeqs(t *testing.T, w *awsworld.World, runID string) string {
 }
 
 // TestStepAppendsAreOneWrite checks the append protocol of a run of steps: each
-// append is one conditional put of the run view, with no transaction, and
-// writes out what the append before it left in the run view, its events as one
-// pack and the step it finished as its item.
+// append is one conditional put of the run view, with no transaction, and the
+// writer's next append writes out what it left in the run view for good, its
+// events as one pack and the step it finished as its item, beside its reads.
 func TestStepAppendsAreOneWrite(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -166,11 +166,11 @@ func TestStepAppendsAreOneWrite(t *testing.T) {
 	mustAppend(t, w, run, worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s3", Output: json.RawMessage(`3`)},
 		worlds.Event{Type: worlds.EventRunCompleted, Output: json.RawMessage(`3`)})
 	want := []string{
-		"put META",          // run_created (1), held
-		"out 1", "put META", // run_started, s1 (2-4)
-		"out 4", "put META", // s1 completed, s2 (5-7)
-		"out 7,STEP#s1", "put META", // s2 completed, s3 (8-10)
-		"out 10,STEP#s2", "put META", // s3 completed, run_completed (11-12)
+		"put META", "out 1", // run_created (1)
+		"put META", "out 4", // run_started, s1 (2-4)
+		"put META", "out 7,STEP#s1", // s1 completed, s2 (5-7)
+		"put META", "out 10,STEP#s2", // s2 completed, s3 (8-10)
+		"put META", // s3 completed, run_completed (11-12): held until the run expires
 	}
 	got := log.take()
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
@@ -192,9 +192,10 @@ func TestStepAppendsAreOneWrite(t *testing.T) {
 	}
 }
 
-// TestAppendCutShortAfterWritingOut checks a crash between an append's puts of
-// what the run view held and its own write: nothing is lost or doubled, and the
-// append made again succeeds.
+// TestAppendCutShortAfterWritingOut checks an append by a World that did not
+// make the one before, whose writer has not written out what it left in the
+// run view: the append writes it out before its own put, and a crash between
+// those puts and its own loses or doubles nothing; made again, it succeeds.
 func TestAppendCutShortAfterWritingOut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -206,22 +207,33 @@ func TestAppendCutShortAfterWritingOut(t *testing.T) {
 	const run = "cut"
 	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
 		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
-	mustAppend(t, w, run, stepEvents(2)...)
+	mustAppend(t, w, run, stepEvents(2)...) // w would write out s1 at its next append
+	if e.rawItem(t, "RUN#"+run, "STEP#s1") != nil {
+		t.Fatal("s1 was written out before the writer's next append")
+	}
 	before := e.listSeqs(t, w, run)
+
+	other, err := awsworld.New(e.cfg, log, e.sqs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	crash := errors.New("process killed")
 	log.setBefore("put META", func() error { return crash })
-	if _, err := w.Append(context.Background(), run, stepEvents(3)...); !errors.Is(err, crash) {
+	if _, err := other.Append(context.Background(), run, stepEvents(3)...); !errors.Is(err, crash) {
 		t.Fatalf("append = %v, want the crash", err)
 	}
 	// s1 and the events 5-7 were written out and are still held in the run view.
 	if e.rawItem(t, "RUN#"+run, "STEP#s1") == nil || e.rawItem(t, "RUN#"+run, "EVENT#"+fmt.Sprintf("%026d", 7)) == nil {
 		t.Fatal("the append did not write out what the run view held")
 	}
+	if got := e.heldEventSeqs(t, run); fmt.Sprint(got) != "[5 6 7]" {
+		t.Fatalf("run view holds events %v after the crash, want [5 6 7]", got)
+	}
 	if got := e.listSeqs(t, w, run); got != before {
 		t.Fatalf("events after the crash: %s\nwant: %s", got, before)
 	}
 	e.checkSteps(t, run, "s1:completed", "s2:running")
-	mustAppend(t, w, run, stepEvents(3)...)
+	mustAppend(t, other, run, stepEvents(3)...)
 	if got, want := e.listSeqs(t, w, run), before+" step_completed step_created step_started"; got != want {
 		t.Fatalf("events: %s\nwant: %s", got, want)
 	}

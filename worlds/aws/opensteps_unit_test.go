@@ -134,3 +134,63 @@ func TestRunViewShapes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRunViewData feeds stored run view data of any shape to the decoder: it
+// returns an error or a run, never panics, and what it decodes from a run view
+// holding steps and events encodes back to the same steps and events.
+func FuzzRunViewData(f *testing.F) {
+	w := &World{shards: DefaultListShards}
+	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7}
+	meta := w.runItem(run, nil)
+	setHeld(meta, []string{marshalOpen(openStep{Seq: 6, Step: worlds.Step{RunID: "r", StepID: "s2", StepName: "a", Status: worlds.StepRunning}})},
+		[]string{`{"runId":"r","seq":7,"type":"step_started","correlationId":"s2","attempt":1}`})
+	f.Add(getS(meta, attrData))
+	f.Add(`{"runId":"r"}`)
+	f.Add(`[{"runId":"r"},[{"seq":3,"step":{"stepId":"s1"}}]]`)
+	f.Add(`[{"runId":"r"},{"events":[{"seq":1}]}]`)
+	f.Add(`[{"runId":"r"},{"steps":null,"events":[null]}]`)
+	f.Add(`[`)
+	f.Fuzz(func(t *testing.T, data string) {
+		item := w.runItem(run, nil)
+		item[attrData] = s(data)
+		got, open, tail, err := decodeRunData(item)
+		if err != nil {
+			return
+		}
+		if got == nil {
+			t.Fatal("no run and no error")
+		}
+		if !strings.HasPrefix(data, "[") {
+			return
+		}
+		runJSON, _ := json.Marshal(got)
+		var steps, events []string
+		var ordered []openStep
+		for _, o := range open {
+			ordered = append(ordered, o)
+		}
+		sort.Slice(ordered, func(i, j int) bool { return ordered[i].Step.StepID < ordered[j].Step.StepID })
+		for _, o := range ordered {
+			steps = append(steps, marshalOpen(o))
+		}
+		for _, ev := range tail {
+			b, _ := json.Marshal(ev)
+			events = append(events, string(b))
+		}
+		again := w.runItem(run, nil)
+		again[attrData] = s(string(runJSON))
+		setHeld(again, steps, events)
+		_, open2, tail2, err := decodeRunData(again)
+		if err != nil {
+			t.Fatalf("re-encoded %q: %v", getS(again, attrData), err)
+		}
+		if len(open2) != len(open) || len(tail2) != len(tail) {
+			t.Fatalf("round trip: %d steps, %d events; want %d, %d", len(open2), len(tail2), len(open), len(tail))
+		}
+		for id, o := range open {
+			if marshalOpen(open2[id]) != marshalOpen(o) {
+				t.Fatalf("step %s: %s, want %s", id, marshalOpen(open2[id]), marshalOpen(o))
+			}
+		}
+	})
+}

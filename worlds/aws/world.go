@@ -47,6 +47,10 @@ type World struct {
 	shardsRecorded atomic.Bool
 	// sleep waits between append retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
+	// written holds the items this World wrote out of run views, pending what
+	// its appends left in them to write out.
+	written writtenOut
+	pending pendingOut
 }
 
 var _ worlds.World = (*World)(nil)
@@ -166,9 +170,10 @@ func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
 func itemKey(pk, sk string) string { return pk + "\x00" + sk }
 
 // loader reads the entities worlds.Plan validates against with consistent reads,
-// most of them prefetched with the run view in one BatchGetItem. The transaction's
+// most of them prefetched with the run view in one BatchGetItem. The write's
 // conditions make the reads hold at commit: run-partition items only change under
-// the run's event count, tokens under their own condition.
+// the run's event count (an item written out of the run view holds what the run
+// view held, unchanged), tokens under their own condition.
 type loader struct {
 	w       *World
 	hookIDs []string
@@ -244,7 +249,7 @@ func loadEntity[T any](ctx context.Context, l *loader, pk, sk string) (*T, error
 // Step returns the step the prefetched run view holds, else its item. Either
 // holds at commit, when the run view's event count is unchanged; a step that
 // moved from the run view to its item meanwhile changed the count, so the
-// transaction fails and the append is planned again.
+// write fails and the append is planned again.
 func (l *loader) Step(ctx context.Context, runID, stepID string) (*worlds.Step, error) {
 	if o, ok := l.open[stepID]; ok {
 		return &o.Step, nil
@@ -297,8 +302,8 @@ func (w *World) tokenOwner(ctx context.Context, token string) (*worlds.Hook, err
 // Append validates events with worlds.Plan against consistent reads and writes
 // them, the run view and every changed projection in one write guarded by the
 // run's event count (a PutItem of the run view, or a TransactWriteItems), retrying
-// with jittered backoff when another writer won. Before it, it writes out what
-// the run view holds for good (see flushHeld).
+// with jittered backoff when another writer won. Around it, it writes out what
+// run views hold for good (see flushHeld).
 func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
 	if runID == "" || len(runID) > maxKeyPart {
 		return nil, &worlds.ArgumentError{Field: "runID", Value: len(runID), Reason: fmt.Sprintf("must be 1 to %d bytes", maxKeyPart)}
@@ -314,9 +319,24 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 	if err := w.recordShards(ctx); err != nil {
 		return nil, err
 	}
-	flushed := map[string]bool{}
+	// What this World's last append to the run left in the run view is written
+	// out beside the first reads; flushHeld then skips it.
+	var wrote chan struct{}
+	if p, ok := w.pending.take(runID); ok {
+		wrote = make(chan struct{})
+		go func() {
+			defer close(wrote)
+			if err := w.flushHeld(ctx, p); err != nil {
+				w.log.DebugContext(ctx, "awsworld: writing out what the run view holds; the append tries again", "runId", runID, "err", err)
+			}
+		}()
+	}
 	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
 		st, load, err := w.prefetch(ctx, runID, events)
+		if wrote != nil {
+			<-wrote
+			wrote = nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -343,16 +363,19 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 			}
 			return nil, err
 		}
-		if err := w.flushHeld(ctx, st, flushed); err != nil {
+		if err := w.flushHeld(ctx, st); err != nil {
 			return nil, err
 		}
-		retry, err := w.commit(ctx, st, effects)
+		after, retry, err := w.commit(ctx, st, effects)
 		if err == nil {
 			stored := make([]worlds.Event, len(effects))
 			for i := range effects {
 				stored[i] = effects[i].Event
 			}
 			last := effects[len(effects)-1].Run
+			if after != nil && !last.Status.Terminal() {
+				w.pending.put(runID, *after)
+			}
 			if last.Status.Terminal() {
 				if err := w.queueExpiry(ctx, &last); err != nil {
 					var unsent *unsentError
@@ -379,22 +402,26 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 
 // commit writes an append planned on st: as the run view alone when fastView
 // allows it and it costs no more, else as a transaction. It reports a write
-// that lost the race to another writer as retryable.
-func (w *World) commit(ctx context.Context, st runState, effects []worlds.Effect) (retry bool, err error) {
+// that lost the race to another writer as retryable, and returns the state a
+// run view written alone leaves, nil after a transaction.
+func (w *World) commit(ctx context.Context, st runState, effects []worlds.Effect) (after *runState, retry bool, err error) {
 	actions, txnErr := w.appendActions(st, effects)
-	if view, units := w.fastView(st, effects); view != nil && itemSize(view) <= fastViewMax-openSlack && (txnErr != nil || units <= txnUnits(actions)) {
-		return w.putView(ctx, st, view)
+	if view, units, next := w.fastView(st, effects); view != nil && itemSize(view) <= fastViewMax-openSlack && (txnErr != nil || units <= txnUnits(actions)) {
+		if retry, err := w.putView(ctx, st, view); err != nil || retry {
+			return nil, retry, err
+		}
+		return &next, false, nil
 	}
 	if txnErr != nil {
-		return false, txnErr
+		return nil, false, txnErr
 	}
 	if _, err := w.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions}); err != nil {
 		if retryableTxn(err) {
-			return true, err
+			return nil, true, err
 		}
-		return false, w.txnError(err, effects)
+		return nil, false, w.txnError(err, effects)
 	}
-	return false, nil
+	return nil, false, nil
 }
 
 func hasTerminal(events []worlds.Event) bool {
