@@ -18,17 +18,25 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-// txnCounter counts the TransactWriteItems calls of the AWS World: each append
-// is one transaction, so calls beyond the appends are its optimistic-concurrency
-// retries.
-type txnCounter struct {
+// commitCounter counts the AWS World's attempts to commit an append: each is one
+// transaction or one conditional put of the run view (the other puts it makes
+// write out what the run view held, unconditionally), so attempts beyond the
+// appends are its optimistic-concurrency retries.
+type commitCounter struct {
 	awsworld.DynamoDBAPI
 	n atomic.Int64
 }
 
-func (c *txnCounter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (c *commitCounter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	c.n.Add(1)
 	return c.DynamoDBAPI.TransactWriteItems(ctx, in, opts...)
+}
+
+func (c *commitCounter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if in.ConditionExpression != nil {
+		c.n.Add(1)
+	}
+	return c.DynamoDBAPI.PutItem(ctx, in, opts...)
 }
 
 // hotWorld is a World under contention and, where it retries inside Append,
@@ -60,7 +68,7 @@ func contentionWorlds(tb testing.TB) []hotWorld {
 		tb.Fatal(err)
 	}
 	testenv.DeleteTableOnCleanup(tb, db, table)
-	counter := &txnCounter{DynamoDBAPI: db}
+	counter := &commitCounter{DynamoDBAPI: db}
 	aw, err := awsworld.New(awsworld.Config{BaseURL: "https://example.com/v1/workflow", TableName: table,
 		QueueURL: "http://127.0.0.1:4566/000000000000/unused"}, counter, testenv.SQS(tb))
 	if err != nil {
