@@ -122,6 +122,24 @@ func stepEvents(n int) []worlds.Event {
 	}
 }
 
+// loggedWorld is a World whose DynamoDB requests go through a writeLog.
+func (e *env) loggedWorld(t *testing.T) (*awsworld.World, *writeLog) {
+	t.Helper()
+	log := &writeLog{Client: e.db}
+	w, err := awsworld.New(e.cfg, log, e.sqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, log
+}
+
+// startFirstStep creates and starts run with its first step, s1, running: events 1-4.
+func startFirstStep(t *testing.T, w *awsworld.World, run string) {
+	t.Helper()
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+}
+
 func (e *env) listSeqs(t *testing.T, w *awsworld.World, runID string) string {
 	t.Helper()
 	var out []string
@@ -151,11 +169,7 @@ func (e *env) listSeqs(t *testing.T, w *awsworld.World, runID string) string {
 func TestStepAppendsAreOneWrite(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	log := &writeLog{Client: e.db}
-	w, err := awsworld.New(e.cfg, log, e.sqs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, log := e.loggedWorld(t)
 	const run = "fast"
 	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
 	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunStarted},
@@ -199,14 +213,9 @@ func TestStepAppendsAreOneWrite(t *testing.T) {
 func TestAppendCutShortAfterWritingOut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	log := &writeLog{Client: e.db}
-	w, err := awsworld.New(e.cfg, log, e.sqs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, log := e.loggedWorld(t)
 	const run = "cut"
-	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
-		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	startFirstStep(t, w, run)
 	mustAppend(t, w, run, stepEvents(2)...) // w would write out s1 at its next append
 	if e.rawItem(t, "RUN#"+run, "STEP#s1") != nil {
 		t.Fatal("s1 was written out before the writer's next append")
@@ -246,14 +255,9 @@ func TestAppendCutShortAfterWritingOut(t *testing.T) {
 func TestFastAppendLosesRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	log := &writeLog{Client: e.db}
-	w, err := awsworld.New(e.cfg, log, e.sqs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, log := e.loggedWorld(t)
 	const run = "race"
-	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
-		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	startFirstStep(t, w, run)
 	// Between w's reads and its put, the other writer completes s1 and makes s2.
 	log.setBefore("put META", func() error {
 		mustAppend(t, e.w, run, stepEvents(2)...)
@@ -291,14 +295,9 @@ func TestListEventsWhileTailIsWrittenOut(t *testing.T) {
 		{7, 0, "", false},
 	} {
 		e := newEnv(t, nil)
-		log := &writeLog{Client: e.db}
-		w, err := awsworld.New(e.cfg, log, e.sqs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, log := e.loggedWorld(t)
 		run := fmt.Sprintf("list%d", i)
-		mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
-			worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+		startFirstStep(t, w, run)
 		mustAppend(t, w, run, stepEvents(2)...)
 		// Events 5-7 are the tail; the other writer moves them to a pack and
 		// holds its own, 8-10.
@@ -329,11 +328,7 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	for seed := uint64(1); seed <= 3; seed++ {
-		log := &writeLog{Client: e.db}
-		w, err := awsworld.New(e.cfg, log, e.sqs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, log := e.loggedWorld(t)
 		rng := rand.New(rand.NewPCG(seed, 0))
 		run := fmt.Sprintf("model%d", seed)
 		var types []string // the log the successful appends made

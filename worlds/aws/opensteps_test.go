@@ -12,25 +12,38 @@ import (
 	"github.com/cairn-go/cairn/worlds"
 )
 
-// openStepIDs lists the steps the run view holds: its data is then the array
+// held decodes what the run view holds: its data is then the array
 // [run, {"steps": [{"seq", "step"}...], "events": [...]}].
-func (e *env) openStepIDs(t *testing.T, runID string) []string {
+func (e *env) held(t *testing.T, runID string) (steps []worlds.Step, events []worlds.Event) {
 	t.Helper()
 	data := e.rawItem(t, "RUN#"+runID, "META")["data"].(*types.AttributeValueMemberS).Value
 	if !strings.HasPrefix(data, "[") {
-		return nil
+		return nil, nil
 	}
 	var run worlds.Run
-	var held struct{ Steps []struct{ Step worlds.Step } }
+	var held struct {
+		Steps  []struct{ Step worlds.Step }
+		Events []worlds.Event
+	}
 	if err := json.Unmarshal([]byte(data), &[]any{&run, &held}); err != nil {
 		t.Fatal(err)
 	}
 	if run.RunID != runID {
 		t.Fatalf("run view data holds run %q", run.RunID)
 	}
-	var ids []string
 	for _, o := range held.Steps {
-		ids = append(ids, o.Step.StepID)
+		steps = append(steps, o.Step)
+	}
+	return steps, held.Events
+}
+
+// openStepIDs lists the steps the run view holds.
+func (e *env) openStepIDs(t *testing.T, runID string) []string {
+	t.Helper()
+	steps, _ := e.held(t, runID)
+	var ids []string
+	for _, s := range steps {
+		ids = append(ids, s.StepID)
 	}
 	return ids
 }
@@ -38,17 +51,9 @@ func (e *env) openStepIDs(t *testing.T, runID string) []string {
 // heldEventSeqs lists the seqs of the events the run view holds.
 func (e *env) heldEventSeqs(t *testing.T, runID string) []int64 {
 	t.Helper()
-	data := e.rawItem(t, "RUN#"+runID, "META")["data"].(*types.AttributeValueMemberS).Value
-	if !strings.HasPrefix(data, "[") {
-		return nil
-	}
-	var run worlds.Run
-	var held struct{ Events []worlds.Event }
-	if err := json.Unmarshal([]byte(data), &[]any{&run, &held}); err != nil {
-		t.Fatal(err)
-	}
+	_, events := e.held(t, runID)
 	var seqs []int64
-	for _, ev := range held.Events {
+	for _, ev := range events {
 		seqs = append(seqs, ev.Seq)
 	}
 	return seqs
