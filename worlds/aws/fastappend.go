@@ -107,6 +107,7 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	}
 	meta := w.runItem(&last, st.hookIDs)
 	setHeld(meta, encoded, events)
+	meta[attrAppendID] = s(randomID()[:16])
 	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, open: held, tail: tail}
 }
 
@@ -274,7 +275,8 @@ func (w *World) flushHeld(ctx context.Context, st runState) error {
 // ClientRequestToken, so DynamoDB answers it as the first time; a PutItem has no
 // such token, and its second sending fails the condition its first one changed.
 // So a failed condition is checked against the item DynamoDB returns with it: if
-// that is this very run view, the append committed.
+// that is this very run view (the random append_id the put carries), the append
+// committed.
 func (w *World) putView(ctx context.Context, st runState, meta map[string]types.AttributeValue) (retry bool, err error) {
 	in := &dynamodb.PutItemInput{TableName: w.table, Item: meta,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
@@ -288,7 +290,7 @@ func (w *World) putView(ctx context.Context, st runState, meta map[string]types.
 	_, err = w.db.PutItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	var tc *types.TransactionConflictException
-	if errors.As(err, &ccf) && ccf.Item != nil && getS(ccf.Item, attrData) == getS(meta, attrData) && getN(ccf.Item, attrCount) == getN(meta, attrCount) {
+	if errors.As(err, &ccf) && ccf.Item != nil && getS(ccf.Item, attrAppendID) == getS(meta, attrAppendID) {
 		return false, nil
 	}
 	if errors.As(err, &ccf) || errors.As(err, &tc) {

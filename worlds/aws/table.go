@@ -45,6 +45,7 @@ const (
 	attrPublished   = "published_at"
 	attrScheduled   = "scheduled"
 	attrUnsent      = "unsent"
+	attrAppendID    = "append_id"
 	indexList       = "list"
 	indexListGroup  = "list_group"
 	metaSK          = "META"
