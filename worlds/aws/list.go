@@ -403,44 +403,32 @@ func (w *World) ListEvents(ctx context.Context, runID string, f worlds.EventFilt
 		keep(ev)
 	}
 	var decodeErr error
+	collect := func(item map[string]types.AttributeValue) bool {
+		evs, err := decodeEvents(item)
+		if err != nil {
+			decodeErr = err
+			return false
+		}
+		for _, ev := range evs { // a pack may start before the page
+			keep(ev)
+		}
+		return int64(len(found)) < end-after
+	}
 	if int64(len(found)) < end-after {
-		err = w.queryRun(ctx, runID, eventSK(after+1), eventSK(end), 0, func(item map[string]types.AttributeValue) bool {
-			evs, err := decodeEvents(item)
-			if err != nil {
-				decodeErr = err
+		err = w.queryRun(ctx, runID, eventSK(after+1), eventSK(end), 0, collect)
+		// The pack holding end is keyed by a later seq when end is not the
+		// last event of its append.
+		if _, ok := found[end]; err == nil && decodeErr == nil && !ok {
+			err = w.queryRun(ctx, runID, eventSK(end+1), "EVENT#~", 1, func(item map[string]types.AttributeValue) bool {
+				collect(item)
 				return false
-			}
-			for _, ev := range evs { // a pack may start before the page, or repeat a tail written out twice
-				keep(ev)
-			}
-			return int64(len(found)) < end-after
-		})
+			})
+		}
 		if err == nil {
 			err = decodeErr
 		}
 		if err != nil {
 			return worlds.Page[worlds.Event]{}, err
-		}
-		// The pack holding end is keyed by a later seq when end is not the
-		// last event of its append.
-		if _, ok := found[end]; !ok && end > after {
-			err = w.queryRun(ctx, runID, eventSK(end+1), "EVENT#~", 1, func(item map[string]types.AttributeValue) bool {
-				evs, err := decodeEvents(item)
-				if err != nil {
-					decodeErr = err
-					return false
-				}
-				for _, ev := range evs {
-					keep(ev)
-				}
-				return false
-			})
-			if err == nil {
-				err = decodeErr
-			}
-			if err != nil {
-				return worlds.Page[worlds.Event]{}, err
-			}
 		}
 	}
 	page := worlds.Page[worlds.Event]{Items: []worlds.Event{}}
