@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,8 +42,8 @@ import (
 // run to finish and expire leaves a copy in the run's deleted partition, which
 // no reader returns without the run view.
 //
-// Appends that touch hooks, tokens, waits, attributes or a step with an item of
-// its own stay transactions. So does an append whose run view would exceed
+// Appends that touch hooks, tokens, attributes, or a step or wait with an item
+// of its own stay transactions. So does an append whose run view would exceed
 // fastViewMax, or cost more than the transaction: unfinished steps are written
 // again by every append that holds them, so a run with many of them moves them
 // to their items in a transaction rather than carry them in a large run view.
@@ -60,55 +62,76 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	if len(w.attrActions(st.run, &last)) > 0 {
 		return nil, 0, runState{}
 	}
-	held := make(map[string]openStep, len(st.open)+1)
+	// Finished steps and completed waits the run view held are written out by
+	// flushHeld; the rest stay.
+	next := held{open: make(map[string]openStep, len(st.open)+1), waits: map[string]worlds.Wait{}}
 	for id, o := range st.open {
-		if !o.Step.Status.Terminal() { // finished ones are written out by flushHeld
-			held[id] = o
+		if !o.Step.Status.Terminal() {
+			next.open[id] = o
+		}
+	}
+	for id, wt := range st.waits {
+		if wt.Status != worlds.WaitCompleted {
+			next.waits[id] = wt
 		}
 	}
 	events := make([]string, 0, len(effects))
-	tail := make([]worlds.Event, 0, len(effects))
 	for i := range effects {
 		eff := &effects[i]
-		if eff.Hook != nil || len(eff.DisposedHooks) > 0 || eff.ClaimToken != "" || len(eff.ReleaseTokens) > 0 || eff.Wait != nil {
+		if eff.Hook != nil || len(eff.DisposedHooks) > 0 || eff.ClaimToken != "" || len(eff.ReleaseTokens) > 0 {
 			return nil, 0, runState{}
 		}
+		// A step or wait with an item of its own is changed only by a transaction.
 		if eff.Step != nil {
 			id := eff.Step.StepID
-			o, ok := held[id]
+			o, ok := next.open[id]
 			switch {
 			case eff.Event.Type == worlds.EventStepCreated:
 				o = openStep{Seq: eff.Event.Seq}
-			case !ok: // it has an item, which only a transaction may change
+			case !ok:
 				return nil, 0, runState{}
 			}
 			o.Step = *eff.Step
-			held[id] = o
+			next.open[id] = o
+		}
+		if eff.Wait != nil {
+			if _, ok := next.waits[eff.Wait.WaitID]; !ok && eff.Event.Type != worlds.EventWaitCreated {
+				return nil, 0, runState{}
+			}
+			next.waits[eff.Wait.WaitID] = *eff.Wait
 		}
 		events = append(events, encodeData(eff.Event).(*types.AttributeValueMemberS).Value)
-		tail = append(tail, eff.Event)
+		next.tail = append(next.tail, eff.Event)
 	}
 	packs, err := eventItems(effects)
 	if err != nil || len(packs) != 1 {
 		return nil, 0, runState{}
 	}
 	units := writeUnits(itemSize(packs[0]))
-	steps := make([]openStep, 0, len(held))
-	for _, o := range held {
+	steps := make([]openStep, 0, len(next.open))
+	for _, o := range next.open {
 		steps = append(steps, o)
 		if o.Step.Status.Terminal() {
 			units += writeUnits(itemSize(stepItem(o)))
 		}
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].Seq < steps[j].Seq })
-	encoded := make([]string, len(steps))
+	encodedSteps := make([]string, len(steps))
 	for i, o := range steps {
-		encoded[i] = marshalOpen(o)
+		encodedSteps[i] = marshalOpen(o)
+	}
+	var encodedWaits []string
+	for _, id := range slices.Sorted(maps.Keys(next.waits)) {
+		wt := next.waits[id]
+		if wt.Status == worlds.WaitCompleted {
+			units += writeUnits(itemSize(waitItem(&wt)))
+		}
+		encodedWaits = append(encodedWaits, encodeData(&wt).(*types.AttributeValueMemberS).Value)
 	}
 	meta := w.runItem(&last, st.hookIDs)
-	setHeld(meta, encoded, events)
+	setHeld(meta, encodedSteps, encodedWaits, events)
 	meta[attrAppendID] = s(randomID()[:16])
-	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, open: held, tail: tail}
+	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, held: next}
 }
 
 // writeUnits is what DynamoDB bills for writing an item of size bytes outside a
@@ -133,6 +156,13 @@ func txnUnits(actions []types.TransactWriteItem) int {
 		}
 	}
 	return units
+}
+
+// waitItem is the WAIT# item of a wait.
+func waitItem(wt *worlds.Wait) map[string]types.AttributeValue {
+	item := key(runPK(wt.RunID), waitSK(wt.WaitID))
+	item[attrData] = encodeData(wt)
+	return item
 }
 
 // stepItem is the STEP# item of a step.
@@ -243,6 +273,11 @@ func (w *World) flushHeld(ctx context.Context, st runState) error {
 			items = append(items, stepItem(o))
 		}
 	}
+	for _, wt := range st.waits {
+		if wt.Status == worlds.WaitCompleted {
+			items = append(items, waitItem(&wt))
+		}
+	}
 	var todo []map[string]types.AttributeValue
 	for _, item := range items {
 		if !w.written.has(itemKey(getS(item, attrPK), getS(item, attrSK))) {
@@ -297,7 +332,7 @@ func (w *World) putView(ctx context.Context, st runState, meta map[string]types.
 		return true, err
 	}
 	if err != nil && (strings.Contains(err.Error(), "Item size") || strings.Contains(err.Error(), "size has exceeded")) {
-		last, _, _, _ := decodeRunData(meta)
+		last, _, _ := decodeRunData(meta)
 		return false, &worlds.EventError{Kind: worlds.ErrEventInvalid, Cause: worlds.ErrItemTooLarge, RunID: last.RunID, Reason: err.Error()}
 	}
 	if err != nil {

@@ -321,8 +321,8 @@ func TestListEventsWhileTailIsWrittenOut(t *testing.T) {
 
 // TestAppendProtocolAgainstAModel drives runs through random appends of every
 // kind, single-item and transactional, some of them cut short after writing out
-// what the run view held, and checks after each that the log, its pages and
-// the steps are what the appends that succeeded made them.
+// what the run view held, and checks after each that the log, its pages, the
+// steps and the waits are what the appends that succeeded made them.
 func TestAppendProtocolAgainstAModel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -333,6 +333,7 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 		run := fmt.Sprintf("model%d", seed)
 		var types []string // the log the successful appends made
 		steps := map[string]string{}
+		waits := map[string]worlds.WaitStatus{}
 		attempts := map[string]int{}
 		var order []string
 		crashes := 0
@@ -369,6 +370,10 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 					steps[ev.CorrelationID] = "pending"
 				case worlds.EventStepCompleted:
 					steps[ev.CorrelationID] = "completed"
+				case worlds.EventWaitCreated:
+					waits[ev.CorrelationID] = worlds.WaitWaiting
+				case worlds.EventWaitCompleted:
+					waits[ev.CorrelationID] = worlds.WaitCompleted
 				}
 			}
 		}
@@ -401,6 +406,11 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 				want = append(want, id+":"+steps[id])
 			}
 			e.checkSteps(t, run, want...)
+			for id, status := range waits {
+				if wt, err := w.GetWait(ctx, run, id); err != nil || wt.Status != status {
+					t.Fatalf("seed %d: wait %s = %+v, %v; want %s", seed, id, wt, err, status)
+				}
+			}
 		}
 		apply(worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
 		for len(types) == 0 {
@@ -425,7 +435,18 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 			if rng.IntN(6) == 0 { // too large to hold beside the run view
 				input = json.RawMessage(`"` + strings.Repeat("x", 3000) + `"`)
 			}
-			switch op := rng.IntN(8); {
+			var waiting []string
+			for id, status := range waits {
+				if status == worlds.WaitWaiting {
+					waiting = append(waiting, id)
+				}
+			}
+			sort.Strings(waiting)
+			op := rng.IntN(9)
+			if i%8 == 7 { // attributes, so every seed makes transactions too
+				op = 5
+			}
+			switch {
 			case op < 3:
 				evs := []worlds.Event{{Type: worlds.EventStepCreated, CorrelationID: id, StepName: "a", Input: input},
 					{Type: worlds.EventStepStarted, CorrelationID: id, Attempt: 1}}
@@ -441,8 +462,10 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 			case op == 5:
 				apply(worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": fmt.Sprint(i)}})
 			case op == 6:
-				resume := e.clock.Now().Add(time.Hour)
+				resume := e.clock.Now() // due at once, so it can complete in the next op
 				apply(worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: fmt.Sprintf("w%d", i), ResumeAt: &resume})
+			case op == 7 && len(waiting) > 0:
+				apply(worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: waiting[0]})
 			default:
 				apply(worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go", Payload: json.RawMessage(fmt.Sprint(i))})
 			}
@@ -456,5 +479,61 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 			t.Fatalf("seed %d: %v writes and %d appends cut short: not every path was taken", seed, kinds, crashes)
 		}
 		t.Logf("seed %d: %v writes, %d appends cut short", seed, kinds, crashes)
+	}
+}
+
+// TestWaitsLiveInTheRunView checks where a durable timer is stored: created by
+// an append written as the run view alone, it is held there; completed, it is
+// written out to its item by the writer's next append; and a transaction moves
+// a waiting one to its item, since the run view a transaction writes holds none.
+func TestWaitsLiveInTheRunView(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	w, log := e.loggedWorld(t)
+	ctx := context.Background()
+	const run = "waits"
+	startFirstStep(t, w, run)
+	now := e.clock.Now()
+	later := now.Add(time.Hour)
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: "soon", ResumeAt: &now},
+		worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: "later", ResumeAt: &later})
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: "soon"})
+	for _, kind := range log.take() {
+		if kind == "txn" {
+			t.Fatal("an append of waits was a transaction")
+		}
+	}
+	if e.rawItem(t, "RUN#"+run, "WAIT#soon") != nil || e.rawItem(t, "RUN#"+run, "WAIT#later") != nil {
+		t.Fatal("a wait held in the run view has an item already")
+	}
+	for id, want := range map[string]worlds.WaitStatus{"soon": worlds.WaitCompleted, "later": worlds.WaitWaiting} {
+		if wt, err := w.GetWait(ctx, run, id); err != nil || wt.Status != want {
+			t.Fatalf("wait %s = %+v, %v; want %s", id, wt, err, want)
+		}
+	}
+	// A completion of a completed wait is refused: the run view's copy counts.
+	if _, err := w.Append(ctx, run, worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: "soon"}); !errors.Is(err, worlds.ErrWaitCompleted) {
+		t.Fatalf("second completion: %v, want ErrWaitCompleted", err)
+	}
+
+	// The next append writes the completed wait out; an attribute makes it a
+	// transaction, which moves the waiting one to its item too.
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})
+	if item := e.rawItem(t, "RUN#"+run, "WAIT#soon"); item == nil {
+		t.Fatal("the completed wait was not written out")
+	}
+	if item := e.rawItem(t, "RUN#"+run, "WAIT#later"); item == nil {
+		t.Fatal("the transaction left the waiting wait without its item")
+	}
+	if data := e.rawItem(t, "RUN#"+run, "META")["data"].(*ddbtypes.AttributeValueMemberS).Value; strings.Contains(data, `"waits":[`) {
+		t.Fatalf("the run view a transaction wrote still holds waits: %s", data)
+	}
+	e.clock.Advance(2 * time.Hour)
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: "later"}) // has an item: a transaction
+	if wt, err := w.GetWait(ctx, run, "later"); err != nil || wt.Status != worlds.WaitCompleted {
+		t.Fatalf("wait later = %+v, %v", wt, err)
+	}
+	if _, err := w.GetWait(ctx, run, "never"); !errors.Is(err, worlds.ErrWaitNotFound) {
+		t.Fatalf("unknown wait: %v", err)
 	}
 }

@@ -21,16 +21,20 @@ import (
 //   - The tail: the events of the last append, when that append was written as
 //     one conditional PutItem of the run view instead of a transaction (see
 //     fastView). Such an append also leaves the steps it finished in the run view.
+//   - Waits (durable timers) created or completed by such appends, until they
+//     are completed and written out to their WAIT# items, or a transaction
+//     moves them there.
 //
-// Events of the tail and finished steps are committed and never change: the next
-// append writes them out (the tail as the event pack it would have been, each
-// finished step as its item) with plain, idempotent puts before its own write,
-// which leaves them out. Unfinished steps only ever move from the run view to
-// their item, never back: a reader that finds a step in neither, having read the
-// item before the run view, reads the item again.
+// Events of the tail, finished steps and completed waits are committed and never
+// change: they are written out (the tail as the event pack it would have been,
+// each step or wait as its item) with plain, idempotent puts before an append
+// leaves them out of the run view. Unfinished steps and waits only ever move
+// from the run view to their item, never back: a reader that finds one in
+// neither, having read the item before the run view, reads the item again.
 //
 // A run view that holds anything stores its data as the JSON array
-// [run, {"steps": [...], "events": [...]}] instead of the run's object. Versions
+// [run, {"steps": [...], "waits": [...], "events": [...]}] instead of the run's
+// object. Versions
 // that predate it fail to decode that (the oldest expect an object, the next an
 // array of steps as the second element), so they cannot append to the run and
 // rewrite the view without what it holds.
@@ -44,70 +48,81 @@ type openStep struct {
 // heldData is the second element of a run view's data array.
 type heldData struct {
 	Steps  []openStep        `json:"steps,omitempty"`
+	Waits  []worlds.Wait     `json:"waits,omitempty"`
 	Events []json.RawMessage `json:"events,omitempty"`
+}
+
+// held is what a run view holds beside the run: steps and waits by ID, and
+// its tail of events.
+type held struct {
+	open  map[string]openStep
+	waits map[string]worlds.Wait
+	tail  []worlds.Event
 }
 
 // openSlack is what placeOpenSteps leaves unused of the run view's write units, for
 // DynamoDB's per-attribute overhead that itemSize does not count.
 const openSlack = 100
 
-// decodeRunData reads the run view's data: the run, the steps it holds by step
-// ID, and its tail of events.
-func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, map[string]openStep, []worlds.Event, error) {
+// decodeRunData reads the run view's data: the run and what it holds.
+func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, error) {
 	data := getS(item, attrData)
 	if !strings.HasPrefix(data, "[") {
 		run, err := decodeData[worlds.Run](item)
-		return run, nil, nil, err
+		return run, held{}, err
 	}
-	fail := func(err error) (*worlds.Run, map[string]openStep, []worlds.Event, error) {
-		return nil, nil, nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+	fail := func(err error) (*worlds.Run, held, error) {
+		return nil, held{}, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
 	}
 	var run worlds.Run
 	var second json.RawMessage
 	if err := json.Unmarshal([]byte(data), &[]any{&run, &second}); err != nil {
 		return fail(err)
 	}
-	var held heldData
+	var data2 heldData
 	var err error
 	if strings.HasPrefix(strings.TrimSpace(string(second)), "[") { // the steps alone, as first stored
-		err = json.Unmarshal(second, &held.Steps)
+		err = json.Unmarshal(second, &data2.Steps)
 	} else {
-		err = json.Unmarshal(second, &held)
+		err = json.Unmarshal(second, &data2)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	open := make(map[string]openStep, len(held.Steps))
-	for _, o := range held.Steps {
-		open[o.Step.StepID] = o
+	h := held{open: make(map[string]openStep, len(data2.Steps)), tail: make([]worlds.Event, len(data2.Events))}
+	for _, o := range data2.Steps {
+		h.open[o.Step.StepID] = o
 	}
-	tail := make([]worlds.Event, len(held.Events))
-	for i, raw := range held.Events {
-		if err := json.Unmarshal(raw, &tail[i]); err != nil {
+	if len(data2.Waits) > 0 {
+		h.waits = make(map[string]worlds.Wait, len(data2.Waits))
+		for _, wt := range data2.Waits {
+			h.waits[wt.WaitID] = wt
+		}
+	}
+	for i, raw := range data2.Events {
+		if err := json.Unmarshal(raw, &h.tail[i]); err != nil {
 			return fail(err)
 		}
 	}
-	return &run, open, tail, nil
+	return &run, h, nil
 }
 
-// setHeld stores steps and events (each already JSON) in meta's data beside the run.
-func setHeld(meta map[string]types.AttributeValue, steps, events []string) {
-	if len(steps) == 0 && len(events) == 0 {
+// setHeld stores steps, waits and events (each already JSON) in meta's data
+// beside the run.
+func setHeld(meta map[string]types.AttributeValue, steps, waits, events []string) {
+	var fields []string
+	for _, f := range []struct {
+		name  string
+		items []string
+	}{{"steps", steps}, {"waits", waits}, {"events", events}} {
+		if len(f.items) > 0 {
+			fields = append(fields, `"`+f.name+`":[`+strings.Join(f.items, ",")+"]")
+		}
+	}
+	if len(fields) == 0 {
 		return
 	}
-	var b strings.Builder
-	b.WriteString("[" + getS(meta, attrData) + ",{")
-	if len(steps) > 0 {
-		b.WriteString(`"steps":[` + strings.Join(steps, ",") + "]")
-	}
-	if len(events) > 0 {
-		if len(steps) > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString(`"events":[` + strings.Join(events, ",") + "]")
-	}
-	b.WriteString("}]")
-	meta[attrData] = s(b.String())
+	meta[attrData] = s("[" + getS(meta, attrData) + ",{" + strings.Join(fields, ",") + "}]")
 }
 
 // heldOverhead is what setHeld adds to the data around the steps it holds.
@@ -142,6 +157,6 @@ func placeOpenSteps(meta map[string]types.AttributeValue, candidates []openStep)
 		used += len(b) + 1
 		kept = append(kept, b)
 	}
-	setHeld(meta, kept, nil)
+	setHeld(meta, kept, nil, nil)
 	return evicted
 }

@@ -3,6 +3,8 @@ package awsworld
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -35,7 +37,8 @@ func FuzzOpenSteps(f *testing.F) {
 		if got := (itemSize(meta) + 1023) / 1024; got != units {
 			t.Fatalf("run view billed %d KB with its steps, %d without", got, units)
 		}
-		got, open, _, err := decodeRunData(meta)
+		got, h, err := decodeRunData(meta)
+		open := h.open
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,33 +75,42 @@ func TestRunViewShapes(t *testing.T) {
 	ev := worlds.Event{RunID: "r", Seq: 7, Type: worlds.EventStepStarted, CorrelationID: "s2", Attempt: 1, CreatedAt: time.Unix(2, 0).UTC()}
 	evJSON, _ := json.Marshal(ev)
 	runJSON, _ := json.Marshal(run)
+	wait := worlds.Wait{RunID: "r", WaitID: "w1", Status: worlds.WaitWaiting, ResumeAt: time.Unix(9, 0).UTC()}
+	waitJSON, _ := json.Marshal(wait)
 	for _, tc := range []struct {
 		name      string
 		data      string
 		steps     []string
 		tailSeqs  []int64
+		wait      bool
 		olderFail bool // a version that expects [run, [steps]] refuses it
 	}{
-		{"run alone", string(runJSON), nil, nil, false},
-		{"steps alone, as first stored", "[" + string(runJSON) + ",[" + marshalOpen(step) + "]]", []string{"s2"}, nil, false},
-		{"steps", "", []string{"s1", "s2"}, nil, true},
-		{"steps and tail", "", []string{"s1", "s2"}, []int64{7}, true},
-		{"tail alone", "", nil, []int64{7}, true},
+		{"run alone", string(runJSON), nil, nil, false, false},
+		{"steps alone, as first stored", "[" + string(runJSON) + ",[" + marshalOpen(step) + "]]", []string{"s2"}, nil, false, false},
+		{"steps", "", []string{"s1", "s2"}, nil, false, true},
+		{"steps and tail", "", []string{"s1", "s2"}, []int64{7}, false, true},
+		{"tail alone", "", nil, []int64{7}, false, true},
+		{"a wait", "", nil, nil, true, true},
+		{"steps, a wait and tail", "", []string{"s1", "s2"}, []int64{7}, true, true},
 	} {
 		meta := w.runItem(run, nil)
 		if tc.data != "" {
 			meta[attrData] = s(tc.data)
 		} else {
-			var steps, events []string
+			var steps, waits, events []string
+			if tc.wait {
+				waits = []string{string(waitJSON)}
+			}
 			if len(tc.steps) > 0 {
 				steps = []string{marshalOpen(done), marshalOpen(step)}
 			}
 			if len(tc.tailSeqs) > 0 {
 				events = []string{string(evJSON)}
 			}
-			setHeld(meta, steps, events)
+			setHeld(meta, steps, waits, events)
 		}
-		got, open, tail, err := decodeRunData(meta)
+		got, h, err := decodeRunData(meta)
+		open, tail := h.open, h.tail
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -112,6 +124,9 @@ func TestRunViewShapes(t *testing.T) {
 		sort.Strings(ids)
 		if fmt.Sprint(ids) != fmt.Sprint(tc.steps) && !(len(ids) == 0 && len(tc.steps) == 0) {
 			t.Fatalf("%s: steps %v, want %v", tc.name, ids, tc.steps)
+		}
+		if got, ok := h.waits["w1"]; ok != tc.wait || (ok && !got.ResumeAt.Equal(wait.ResumeAt)) {
+			t.Fatalf("%s: wait %+v (held %v), want held %v", tc.name, got, ok, tc.wait)
 		}
 		var seqs []int64
 		for _, e := range tail {
@@ -143,6 +158,7 @@ func FuzzRunViewData(f *testing.F) {
 	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7}
 	meta := w.runItem(run, nil)
 	setHeld(meta, []string{marshalOpen(openStep{Seq: 6, Step: worlds.Step{RunID: "r", StepID: "s2", StepName: "a", Status: worlds.StepRunning}})},
+		[]string{`{"runId":"r","waitId":"w1","status":"waiting"}`},
 		[]string{`{"runId":"r","seq":7,"type":"step_started","correlationId":"s2","attempt":1}`})
 	f.Add(getS(meta, attrData))
 	f.Add(`{"runId":"r"}`)
@@ -153,7 +169,8 @@ func FuzzRunViewData(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data string) {
 		item := w.runItem(run, nil)
 		item[attrData] = s(data)
-		got, open, tail, err := decodeRunData(item)
+		got, h, err := decodeRunData(item)
+		open, tail := h.open, h.tail
 		if err != nil {
 			return
 		}
@@ -179,12 +196,19 @@ func FuzzRunViewData(f *testing.F) {
 		}
 		again := w.runItem(run, nil)
 		again[attrData] = s(string(runJSON))
-		setHeld(again, steps, events)
-		_, open2, tail2, err := decodeRunData(again)
+		var waits []string
+		for _, id := range slices.Sorted(maps.Keys(h.waits)) {
+			wt := h.waits[id]
+			b, _ := json.Marshal(&wt)
+			waits = append(waits, string(b))
+		}
+		setHeld(again, steps, waits, events)
+		_, h2, err := decodeRunData(again)
+		open2, tail2 := h2.open, h2.tail
 		if err != nil {
 			t.Fatalf("re-encoded %q: %v", getS(again, attrData), err)
 		}
-		if len(open2) != len(open) || len(tail2) != len(tail) {
+		if len(open2) != len(open) || len(tail2) != len(tail) || len(h2.waits) != len(h.waits) {
 			t.Fatalf("round trip: %d steps, %d events; want %d, %d", len(open2), len(tail2), len(open), len(tail))
 		}
 		for id, o := range open {

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -143,20 +145,19 @@ func getEntity[T any](ctx context.Context, w *World, pk, sk string) (*T, error) 
 type runState struct {
 	run     *worlds.Run
 	hookIDs []string
-	open    map[string]openStep // steps held in the run view
-	tail    []worlds.Event      // events held in the run view
+	held    // what the run view holds
 }
 
 func decodeRun(item map[string]types.AttributeValue) (runState, error) {
 	if item == nil {
 		return runState{}, nil
 	}
-	run, open, tail, err := decodeRunData(item)
+	run, h, err := decodeRunData(item)
 	if err != nil {
 		return runState{}, err
 	}
 	run.EventCount = getN(item, attrCount)
-	return runState{run: run, hookIDs: getSS(item, attrHookIDs), open: open, tail: tail}, nil
+	return runState{run: run, hookIDs: getSS(item, attrHookIDs), held: h}, nil
 }
 
 func (w *World) loadRun(ctx context.Context, runID string) (runState, error) {
@@ -178,6 +179,7 @@ type loader struct {
 	w       *World
 	hookIDs []string
 	open    map[string]openStep
+	waits   map[string]worlds.Wait
 	// fetched holds the prefetched items by key; a key present with a nil item was
 	// read and does not exist.
 	fetched map[string]map[string]types.AttributeValue
@@ -227,7 +229,7 @@ func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Even
 		l.fetched[itemKey(getS(item, attrPK), getS(item, attrSK))] = item
 	}
 	st, err := decodeRun(l.fetched[itemKey(runPK(runID), metaSK)])
-	l.hookIDs, l.open = st.hookIDs, st.open
+	l.hookIDs, l.open, l.waits = st.hookIDs, st.open, st.waits
 	return st, l, err
 }
 
@@ -273,7 +275,11 @@ func (l *loader) TokenOwner(ctx context.Context, token string) (*worlds.Hook, er
 	return h, nil
 }
 
+// Wait returns the wait the prefetched run view holds, else its item; see Step.
 func (l *loader) Wait(ctx context.Context, runID, waitID string) (*worlds.Wait, error) {
+	if wt, ok := l.waits[waitID]; ok {
+		return &wt, nil
+	}
 	return loadEntity[worlds.Wait](ctx, l, runPK(runID), waitSK(waitID))
 }
 
@@ -700,11 +706,17 @@ func (w *World) appendActions(st runState, effects []worlds.Effect) ([]types.Tra
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		}})
 	}
+	// Waits the run view holds and this append leaves unchanged move to their
+	// items: the run view a transaction writes holds none. Completed ones are
+	// written out by flushHeld.
+	for _, id := range slices.Sorted(maps.Keys(st.waits)) {
+		if wt := st.waits[id]; waits[id] == nil && wt.Status != worlds.WaitCompleted {
+			waits[id] = &wt
+			waitOrder = append(waitOrder, id)
+		}
+	}
 	for _, id := range waitOrder {
-		wt := waits[id]
-		item := key(runPK(wt.RunID), waitSK(id))
-		item[attrData] = encodeData(wt)
-		put(item, "", nil, nil)
+		put(waitItem(waits[id]), "", nil, nil)
 	}
 	last := effects[len(effects)-1].Run
 	actions = append(actions, w.attrActions(st.run, &last)...)
@@ -822,13 +834,42 @@ func (w *World) GetHookByToken(ctx context.Context, token string) (worlds.Hook, 
 }
 
 // GetWait returns a durable timer.
+//
+// It reads its item and the run view, which holds waits of appends written as
+// the run view alone, in one request, and the item once more when neither holds
+// the wait (it may have moved between the two reads).
 func (w *World) GetWait(ctx context.Context, runID, waitID string) (worlds.Wait, error) {
-	wt, err := getEntity[worlds.Wait](ctx, w, runPK(runID), waitSK(waitID))
+	items, err := w.batchGet(ctx, []map[string]types.AttributeValue{key(runPK(runID), waitSK(waitID)), key(runPK(runID), metaSK)})
 	if err != nil {
 		return worlds.Wait{}, err
 	}
-	if wt == nil {
-		return worlds.Wait{}, fmt.Errorf("%w: %s/%s", worlds.ErrWaitNotFound, runID, waitID)
+	var run runState
+	var stored *worlds.Wait
+	for _, item := range items {
+		if getS(item, attrSK) == metaSK {
+			if run, err = decodeRun(item); err != nil {
+				return worlds.Wait{}, err
+			}
+			continue
+		}
+		if stored, err = decodeData[worlds.Wait](item); err != nil {
+			return worlds.Wait{}, err
+		}
 	}
-	return *wt, nil
+	notFound := fmt.Errorf("%w: %s/%s", worlds.ErrWaitNotFound, runID, waitID)
+	switch wt, held := run.waits[waitID]; {
+	case run.run == nil:
+		return worlds.Wait{}, notFound
+	case stored != nil:
+		return *stored, nil
+	case held:
+		return wt, nil
+	}
+	if stored, err = getEntity[worlds.Wait](ctx, w, runPK(runID), waitSK(waitID)); err != nil {
+		return worlds.Wait{}, err
+	}
+	if stored == nil {
+		return worlds.Wait{}, notFound
+	}
+	return *stored, nil
 }
