@@ -769,41 +769,51 @@ func (w *World) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 // GetStep returns one step: from its item, else from the run view, which holds
 // unfinished steps. Both are read in one request.
 func (w *World) GetStep(ctx context.Context, runID, stepID string) (worlds.Step, error) {
-	items, err := w.batchGet(ctx, []map[string]types.AttributeValue{key(runPK(runID), stepSK(stepID)), key(runPK(runID), metaSK)})
+	return getHeld(ctx, w, runID, stepSK(stepID), func(st runState) (worlds.Step, bool) {
+		o, ok := st.open[stepID]
+		return o.Step, ok
+	}, fmt.Errorf("%w: %s/%s", worlds.ErrStepNotFound, runID, stepID))
+}
+
+// getHeld reads an entity the run view may hold instead of its item: the item
+// and the run view in one request, the item first, else the run view's copy,
+// else the item once more (the entity may have moved to it between the two
+// reads). An item whose run view is gone outlives its run only as a stray copy.
+func getHeld[T any](ctx context.Context, w *World, runID, sk string, fromView func(runState) (T, bool), notFound error) (T, error) {
+	var zero T
+	items, err := w.batchGet(ctx, []map[string]types.AttributeValue{key(runPK(runID), sk), key(runPK(runID), metaSK)})
 	if err != nil {
-		return worlds.Step{}, err
+		return zero, err
 	}
 	var run runState
-	var stored *worlds.Step
+	var stored *T
 	for _, item := range items {
 		if getS(item, attrSK) == metaSK {
 			if run, err = decodeRun(item); err != nil {
-				return worlds.Step{}, err
+				return zero, err
 			}
 			continue
 		}
-		if stored, err = decodeData[worlds.Step](item); err != nil {
-			return worlds.Step{}, err
+		if stored, err = decodeData[T](item); err != nil {
+			return zero, err
 		}
 	}
-	if run.run == nil { // a step item outlives its run only as a stray copy
-		return worlds.Step{}, fmt.Errorf("%w: %s/%s", worlds.ErrStepNotFound, runID, stepID)
+	if run.run == nil {
+		return zero, notFound
 	}
 	if stored != nil {
 		return *stored, nil
 	}
-	if o, ok := run.open[stepID]; ok {
-		return o.Step, nil
+	if v, ok := fromView(run); ok {
+		return v, nil
 	}
-	// The step may have finished, and moved to its item, between the two reads.
-	st, err := getEntity[worlds.Step](ctx, w, runPK(runID), stepSK(stepID))
-	if err != nil {
-		return worlds.Step{}, err
+	if stored, err = getEntity[T](ctx, w, runPK(runID), sk); err != nil {
+		return zero, err
 	}
-	if st == nil {
-		return worlds.Step{}, fmt.Errorf("%w: %s/%s", worlds.ErrStepNotFound, runID, stepID)
+	if stored == nil {
+		return zero, notFound
 	}
-	return *st, nil
+	return *stored, nil
 }
 
 // GetHook returns a hook by ID.
@@ -833,43 +843,12 @@ func (w *World) GetHookByToken(ctx context.Context, token string) (worlds.Hook, 
 	return *h, nil
 }
 
-// GetWait returns a durable timer.
-//
-// It reads its item and the run view, which holds waits of appends written as
-// the run view alone, in one request, and the item once more when neither holds
-// the wait (it may have moved between the two reads).
+// GetWait returns a durable timer: from its item, else from the run view, which
+// holds waits of appends written as the run view alone. Both are read in one
+// request.
 func (w *World) GetWait(ctx context.Context, runID, waitID string) (worlds.Wait, error) {
-	items, err := w.batchGet(ctx, []map[string]types.AttributeValue{key(runPK(runID), waitSK(waitID)), key(runPK(runID), metaSK)})
-	if err != nil {
-		return worlds.Wait{}, err
-	}
-	var run runState
-	var stored *worlds.Wait
-	for _, item := range items {
-		if getS(item, attrSK) == metaSK {
-			if run, err = decodeRun(item); err != nil {
-				return worlds.Wait{}, err
-			}
-			continue
-		}
-		if stored, err = decodeData[worlds.Wait](item); err != nil {
-			return worlds.Wait{}, err
-		}
-	}
-	notFound := fmt.Errorf("%w: %s/%s", worlds.ErrWaitNotFound, runID, waitID)
-	switch wt, held := run.waits[waitID]; {
-	case run.run == nil:
-		return worlds.Wait{}, notFound
-	case stored != nil:
-		return *stored, nil
-	case held:
-		return wt, nil
-	}
-	if stored, err = getEntity[worlds.Wait](ctx, w, runPK(runID), waitSK(waitID)); err != nil {
-		return worlds.Wait{}, err
-	}
-	if stored == nil {
-		return worlds.Wait{}, notFound
-	}
-	return *stored, nil
+	return getHeld(ctx, w, runID, waitSK(waitID), func(st runState) (worlds.Wait, bool) {
+		wt, ok := st.waits[waitID]
+		return wt, ok
+	}, fmt.Errorf("%w: %s/%s", worlds.ErrWaitNotFound, runID, waitID))
 }
