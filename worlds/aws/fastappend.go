@@ -23,9 +23,10 @@ import (
 // view's put in a transaction. The run view then holds the append's events (its
 // tail) and every step it changed. A single-item write is billed one unit per
 // KB where a transaction bills two for each of its items, so a step's usual
-// append (its predecessor's outcome, its creation and start) costs 2 units for
-// the run view (under 2 KB) and, at the next append, 1 unit each for its events
-// as one pack and for the finished step as its item: 4 units instead of 6.
+// append (its predecessor's outcome, its creation and start) costs 1 unit for
+// the run view (under 1 KB compressed) and, at the next append, 1 unit each for
+// its events as one pack and for the finished step as its item: 3 units where a
+// transaction costs 6.
 //
 // The tail and the finished steps are written out by the writer's next append to
 // the run, beside its reads (unless the run has ended: they stay in the run view
@@ -52,6 +53,16 @@ import (
 // costs no more than the smallest transaction (the run view and one event item,
 // 2 units each).
 const fastViewMax = 4 * 1024
+
+// The run view is stored compressed, so fastViewMax alone would let it hold
+// far more than it did uncompressed. Two more bounds keep what a transaction
+// must move out of it within one transaction (100 actions, beside the append's
+// own), and what every append to the run inflates and compresses again small:
+// heldMax steps and waits, and fastViewDataMax bytes of JSON.
+const (
+	heldMax         = 16
+	fastViewDataMax = 32 * 1024
+)
 
 // fastView returns the run view a single-item append writes, what it costs in
 // write units, counting the pack of its tail and the items of the steps it
@@ -112,7 +123,13 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	for _, o := range next.open {
 		steps = append(steps, o)
 		if o.Step.Status.Terminal() {
-			units += writeUnits(itemSize(stepItem(o)))
+			// The run view holds it compressed; its item, written out later, must
+			// fit uncompressed. The transaction reports the one that does not.
+			size := itemSize(stepItem(o))
+			if size > maxItemBytes {
+				return nil, 0, runState{}
+			}
+			units += writeUnits(size)
 		}
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].Seq < steps[j].Seq })
@@ -128,7 +145,19 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		}
 		encodedWaits = append(encodedWaits, encodeData(&wt).(*types.AttributeValueMemberS).Value)
 	}
+	if len(encodedSteps)+len(encodedWaits) > heldMax {
+		return nil, 0, runState{}
+	}
 	meta := w.runItem(&last, st.hookIDs)
+	raw := len(getS(meta, attrData))
+	for _, parts := range [][]string{encodedSteps, encodedWaits, events} {
+		for _, p := range parts {
+			raw += len(p) + 1
+		}
+	}
+	if raw > fastViewDataMax {
+		return nil, 0, runState{}
+	}
 	setHeld(meta, encodedSteps, encodedWaits, events)
 	meta[attrAppendID] = s(randomID()[:16])
 	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, held: next}

@@ -433,7 +433,7 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 			id := fmt.Sprintf("s%d", len(order)+1)
 			input := json.RawMessage(fmt.Sprint(i))
 			if rng.IntN(6) == 0 { // too large to hold beside the run view
-				input = json.RawMessage(`"` + strings.Repeat("x", 3000) + `"`)
+				input = json.RawMessage(`"` + incompressible(6000) + `"`)
 			}
 			var waiting []string
 			for id, status := range waits {
@@ -525,7 +525,7 @@ func TestWaitsLiveInTheRunView(t *testing.T) {
 	if item := e.rawItem(t, "RUN#"+run, "WAIT#later"); item == nil {
 		t.Fatal("the transaction left the waiting wait without its item")
 	}
-	if data := e.rawItem(t, "RUN#"+run, "META")["data"].(*ddbtypes.AttributeValueMemberS).Value; strings.Contains(data, `"waits":[`) {
+	if data := e.viewJSON(t, run); strings.Contains(data, `"waits":[`) {
 		t.Fatalf("the run view a transaction wrote still holds waits: %s", data)
 	}
 	e.clock.Advance(2 * time.Hour)
@@ -535,5 +535,32 @@ func TestWaitsLiveInTheRunView(t *testing.T) {
 	}
 	if _, err := w.GetWait(ctx, run, "never"); !errors.Is(err, worlds.ErrWaitNotFound) {
 		t.Fatalf("unknown wait: %v", err)
+	}
+}
+
+// TestHeldStepsStayMovable: the run view is stored compressed, so many small
+// steps fit its write units, but it holds no more than a transaction can move
+// out to their items beside its own actions. Otherwise an append that must be a
+// transaction (here attributes) would need more than 100 actions and could
+// never be written.
+func TestHeldStepsStayMovable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const run = "many-open"
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted})
+	for batch := range 11 {
+		var evs []worlds.Event
+		for i := range 10 {
+			evs = append(evs, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: fmt.Sprintf("s%d", batch*10+i), StepName: "x", Input: json.RawMessage(`1`)})
+		}
+		mustAppend(t, e.w, run, evs...)
+		if held := e.openStepIDs(t, run); len(held) > 16 {
+			t.Fatalf("after %d steps the run view holds %d", (batch+1)*10, len(held))
+		}
+	}
+	mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})
+	page, err := e.w.ListSteps(context.Background(), run, worlds.ListFilter{Limit: 200})
+	if err != nil || len(page.Items) != 110 {
+		t.Fatalf("%d steps, %v", len(page.Items), err)
 	}
 }

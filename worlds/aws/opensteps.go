@@ -34,10 +34,10 @@ import (
 //
 // A run view that holds anything stores its data as the JSON array
 // [run, {"steps": [...], "waits": [...], "events": [...]}] instead of the run's
-// object. Versions
-// that predate it fail to decode that (the oldest expect an object, the next an
-// array of steps as the second element), so they cannot append to the run and
-// rewrite the view without what it holds.
+// object, compressed as binary data (see compressView). Versions that predate
+// the compression find no string data and fail to decode it, as the ones before
+// them failed on the array, so they cannot append to the run and rewrite the
+// view without what it holds.
 
 // openStep is a step held in the run view, with the seq of its step_created.
 type openStep struct {
@@ -66,13 +66,19 @@ const openSlack = 100
 
 // decodeRunData reads the run view's data: the run and what it holds.
 func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, error) {
-	data := getS(item, attrData)
-	if !strings.HasPrefix(data, "[") {
-		run, err := decodeData[worlds.Run](item)
-		return run, held{}, err
-	}
 	fail := func(err error) (*worlds.Run, held, error) {
 		return nil, held{}, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+	}
+	data, err := viewData(item)
+	if err != nil {
+		return fail(err)
+	}
+	if !strings.HasPrefix(data, "[") {
+		var run worlds.Run
+		if err := json.Unmarshal([]byte(data), &run); err != nil {
+			return fail(err)
+		}
+		return &run, held{}, nil
 	}
 	var run worlds.Run
 	var second json.RawMessage
@@ -80,7 +86,6 @@ func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, err
 		return fail(err)
 	}
 	var data2 heldData
-	var err error
 	if strings.HasPrefix(strings.TrimSpace(string(second)), "[") { // the steps alone, as first stored
 		err = json.Unmarshal(second, &data2.Steps)
 	} else {
@@ -122,7 +127,7 @@ func setHeld(meta map[string]types.AttributeValue, steps, waits, events []string
 	if len(fields) == 0 {
 		return
 	}
-	meta[attrData] = s("[" + getS(meta, attrData) + ",{" + strings.Join(fields, ",") + "}]")
+	meta[attrData] = compressView("[" + getS(meta, attrData) + ",{" + strings.Join(fields, ",") + "}]")
 }
 
 // heldOverhead is what setHeld adds to the data around the steps it holds.

@@ -1,0 +1,4 @@
+package awsworld
+
+// ViewData is viewData, for the package's external tests.
+var ViewData = viewData
