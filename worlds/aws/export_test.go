@@ -1,4 +1,4 @@
 package awsworld
 
-// ViewData is viewData, for the package's external tests.
-var ViewData = viewData
+// DataJSON is dataJSON, for the package's external tests.
+var DataJSON = dataJSON

@@ -24,12 +24,13 @@ import (
 // tail) and every step it changed. A single-item write is billed one unit per
 // KB where a transaction bills two for each of its items, so a step's usual
 // append (its predecessor's outcome, its creation and start) costs 1 unit for
-// the run view (under 1 KB compressed) and, at the next append, 1 unit each for
-// its events as one pack and for the finished step as its item: 3 units where a
-// transaction costs 6.
+// the run view (under 1 KB compressed) and, at the next append, 1 unit for the
+// finished step as its item; its events are carried on in the run view by the
+// next appends while it stays small (see carries), then written out as one pack
+// of 1 unit for several appends: under 3 units where a transaction costs 6.
 //
-// The tail and the finished steps are written out by the writer's next append to
-// the run, beside its reads (unless the run has ended: they stay in the run view
+// The finished steps, and the tail unless the next append carries it, are
+// written out by the writer's next append to the run, beside its reads (unless the run has ended: they stay in the run view
 // until it expires), and before its write by any append that does not know them
 // to be written (flushHeld): after a crash, or when another World made the
 // append before. They are committed and immutable, so a plain put is safe
@@ -42,6 +43,13 @@ import (
 // writer stalled between its read and those puts for longer than it takes the
 // run to finish and expire leaves a copy in the run's deleted partition, which
 // no reader returns without the run view.
+//
+// A tail written out by a writer that then loses the race to an append that
+// carried the same tail on is written out again, later, inside a longer pack
+// keyed by its own last seq. Tails grow only from the same first seq, so two
+// packs either share their first seq or hold no seq in common, and the first
+// pack keyed at or after a seq holds it; ListEvents keeps one copy of each
+// event.
 //
 // Appends that touch hooks, tokens, attributes, or a step or wait with an item
 // of its own stay transactions. So does an append whose run view would exceed
@@ -86,7 +94,13 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 			next.waits[id] = wt
 		}
 	}
-	events := make([]string, 0, len(effects))
+	events := make([]string, 0, len(st.tail)+len(effects))
+	if st.carry {
+		for _, ev := range st.tail {
+			events = append(events, encodeData(ev).(*types.AttributeValueMemberS).Value)
+			next.tail = append(next.tail, ev)
+		}
+	}
 	for i := range effects {
 		eff := &effects[i]
 		if eff.Hook != nil || len(eff.DisposedHooks) > 0 || eff.ClaimToken != "" || len(eff.ReleaseTokens) > 0 {
@@ -114,11 +128,11 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		events = append(events, encodeData(eff.Event).(*types.AttributeValueMemberS).Value)
 		next.tail = append(next.tail, eff.Event)
 	}
-	packs, err := eventItems(effects)
-	if err != nil || len(packs) != 1 {
+	pack, err := tailPack(next.tail)
+	if err != nil || pack == nil {
 		return nil, 0, runState{}
 	}
-	units := writeUnits(itemSize(packs[0]))
+	units := writeUnits(itemSize(pack))
 	steps := make([]openStep, 0, len(next.open))
 	for _, o := range next.open {
 		steps = append(steps, o)
@@ -160,6 +174,7 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	}
 	setHeld(meta, encodedSteps, encodedWaits, events)
 	meta[attrAppendID] = s(randomID()[:16])
+	next.carry = carries(meta, &last, next.tail)
 	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, held: next}
 }
 
@@ -216,7 +231,7 @@ func tailPack(tail []worlds.Event) (map[string]types.AttributeValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(items) != 1 { // the tail came from a run view, which is one item
+	if len(items) != 1 { // a run view's tail fits one item: fastView checks it
 		return nil, fmt.Errorf("awsworld: tail of run %s needs %d event items", tail[0].RunID, len(items))
 	}
 	return items[0], nil
@@ -286,16 +301,19 @@ func (p *pendingOut) take(runID string) (runState, bool) {
 }
 
 // flushHeld writes out what the run view of st holds for good: its tail as an
-// event pack and its finished steps as their items, skipping the ones this
-// World has written out already.
-func (w *World) flushHeld(ctx context.Context, st runState) error {
+// event pack (unless withTail is false: the append carries it) and its finished
+// steps and completed waits as their items, skipping the ones this World has
+// written out already.
+func (w *World) flushHeld(ctx context.Context, st runState, withTail bool) error {
 	var items []map[string]types.AttributeValue
-	pack, err := tailPack(st.tail)
-	if err != nil {
-		return err
-	}
-	if pack != nil {
-		items = append(items, pack)
+	if withTail {
+		pack, err := tailPack(st.tail)
+		if err != nil {
+			return err
+		}
+		if pack != nil {
+			items = append(items, pack)
+		}
 	}
 	for _, o := range st.open {
 		if o.Step.Status.Terminal() {

@@ -133,10 +133,17 @@ func (e *env) loggedWorld(t *testing.T) (*awsworld.World, *writeLog) {
 	return w, log
 }
 
-// startFirstStep creates and starts run with its first step, s1, running: events 1-4.
+// wideInput is a run input that keeps the run view over the size up to which
+// an append carries the tail of the one before (incompressible, since the run
+// view is stored compressed): each append's tail is then written out as its
+// own pack by the next.
+var wideInput = json.RawMessage(`"` + incompressible(400) + `"`)
+
+// startFirstStep creates and starts run with its first step, s1, running:
+// events 1-4. The run has wideInput, so its tails are not carried.
 func startFirstStep(t *testing.T, w *awsworld.World, run string) {
 	t.Helper()
-	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A", Input: wideInput}, worlds.Event{Type: worlds.EventRunStarted},
 		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
 }
 
@@ -171,7 +178,7 @@ func TestStepAppendsAreOneWrite(t *testing.T) {
 	e := newEnv(t, nil)
 	w, log := e.loggedWorld(t)
 	const run = "fast"
-	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A", Input: wideInput})
 	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunStarted},
 		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc", Input: json.RawMessage(`1`)},
 		worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
@@ -336,7 +343,7 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 		waits := map[string]worlds.WaitStatus{}
 		attempts := map[string]int{}
 		var order []string
-		crashes := 0
+		crashes, carried := 0, 0
 		apply := func(evs ...worlds.Event) {
 			t.Helper()
 			crash := rng.IntN(5) == 0
@@ -356,6 +363,9 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("seed %d: append %v: %v", seed, evs[0].Type, err)
+			}
+			if held := e.heldEventSeqs(t, run); len(held) > 0 && held[0] <= int64(len(types)) {
+				carried++ // the run view kept events of earlier appends
 			}
 			for _, ev := range evs {
 				types = append(types, string(ev.Type))
@@ -475,10 +485,10 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 		for _, w := range log.take() {
 			kinds[strings.Fields(w)[0]]++
 		}
-		if kinds["txn"] == 0 || kinds["put"] == 0 || kinds["out"] == 0 || crashes == 0 {
-			t.Fatalf("seed %d: %v writes and %d appends cut short: not every path was taken", seed, kinds, crashes)
+		if kinds["txn"] == 0 || kinds["put"] == 0 || kinds["out"] == 0 || crashes == 0 || carried == 0 {
+			t.Fatalf("seed %d: %v writes, %d appends cut short, %d carried a tail: not every path was taken", seed, kinds, crashes, carried)
 		}
-		t.Logf("seed %d: %v writes, %d appends cut short", seed, kinds, crashes)
+		t.Logf("seed %d: %v writes, %d appends cut short, %d carried a tail", seed, kinds, crashes, carried)
 	}
 }
 
@@ -562,5 +572,180 @@ func TestHeldStepsStayMovable(t *testing.T) {
 	page, err := e.w.ListSteps(context.Background(), run, worlds.ListFilter{Limit: 200})
 	if err != nil || len(page.Items) != 110 {
 		t.Fatalf("%d steps, %v", len(page.Items), err)
+	}
+}
+
+// eventPacks lists a run's event items as the seqs each holds, "first-last".
+func (e *env) eventPacks(t *testing.T, runID string) []string {
+	t.Helper()
+	out, err := e.db.Query(context.Background(), &dynamodb.QueryInput{TableName: &e.cfg.TableName, ConsistentRead: ptr(true),
+		KeyConditionExpression:    ptr("pk = :pk AND begins_with(sk, :ev)"),
+		ExpressionAttributeValues: map[string]ddbAttr{":pk": ddbS("RUN#" + runID), ":ev": ddbS("EVENT#")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var packs []string
+	for _, item := range out.Items {
+		data, err := awsworld.DataJSON(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evs []worlds.Event
+		if !strings.HasPrefix(data, "[") {
+			data = "[" + data + "]"
+		}
+		if err := json.Unmarshal([]byte(data), &evs); err != nil {
+			t.Fatal(err)
+		}
+		for i := range evs {
+			if i > 0 && evs[i].Seq != evs[i-1].Seq+1 {
+				t.Fatalf("event item %s holds seqs out of order: %d after %d", sk(item), evs[i].Seq, evs[i-1].Seq)
+			}
+		}
+		if want := fmt.Sprintf("EVENT#%026d", evs[len(evs)-1].Seq); sk(item) != want {
+			t.Fatalf("event item %s holds events up to %d", sk(item), evs[len(evs)-1].Seq)
+		}
+		packs = append(packs, fmt.Sprintf("%d-%d", evs[0].Seq, evs[len(evs)-1].Seq))
+	}
+	return packs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// metaSize is the stored run view's size as DynamoDB bills it: names and values.
+func (e *env) metaSize(t *testing.T, runID string) int {
+	t.Helper()
+	size := 0
+	for name, v := range e.rawItem(t, "RUN#"+runID, "META") {
+		size += len(name)
+		switch v := v.(type) {
+		case *ddbtypes.AttributeValueMemberS:
+			size += len(v.Value)
+		case *ddbtypes.AttributeValueMemberN:
+			size += len(v.Value)
+		case *ddbtypes.AttributeValueMemberB:
+			size += len(v.Value)
+		case *ddbtypes.AttributeValueMemberSS:
+			for _, s := range v.Value {
+				size += len(s)
+			}
+		}
+	}
+	return size
+}
+
+// TestTailsAreCarried checks the append protocol of a run of small steps: an
+// append keeps the tail of the one before in the run view while the run view
+// is small, so several appends' events are written out as one pack, and every
+// run view stays within one write unit.
+func TestTailsAreCarried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	w, log := e.loggedWorld(t)
+	const run = "carried"
+	startRun := []worlds.Event{{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, {Type: worlds.EventRunStarted},
+		{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, {Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1}}
+	mustAppend(t, w, run, startRun...)
+	want := "run_created run_started step_created step_started"
+	appends := 1
+	for n := 2; n <= 12; n++ {
+		mustAppend(t, w, run, stepEvents(n)...)
+		appends++
+		want += " step_completed step_created step_started"
+		if got := e.listSeqs(t, w, run); got != want {
+			t.Fatalf("after step %d: events %s\nwant %s", n, got, want)
+		}
+		if size := e.metaSize(t, run); size > 1024 {
+			t.Fatalf("after step %d the run view is %d bytes", n, size)
+		}
+		e.checkSteps(t, run, strings.Fields(stepsUpTo(n))...)
+	}
+	var txns, puts, packs int
+	for _, wr := range log.take() {
+		switch {
+		case wr == "txn":
+			txns++
+		case wr == "put META":
+			puts++
+		default:
+			for _, key := range strings.Split(strings.TrimPrefix(wr, "out "), ",") {
+				if !strings.HasPrefix(key, "STEP#") {
+					packs++
+				}
+			}
+		}
+	}
+	if txns != 0 || puts != appends {
+		t.Fatalf("%d transactions and %d puts of the run view for %d appends", txns, puts, appends)
+	}
+	// Each written out pack holds the events of several appends.
+	written := e.eventPacks(t, run)
+	if packs == 0 || packs > appends/2 || len(written) != packs {
+		t.Fatalf("%d packs written out for %d appends, stored %v", packs, appends, written)
+	}
+	held := e.heldEventSeqs(t, run)
+	if got, want := fmt.Sprint(written[len(written)-1]), fmt.Sprintf("-%d", held[0]-1); !strings.HasSuffix(got, want) {
+		t.Fatalf("packs %v, and the run view holds %v", written, held)
+	}
+}
+
+// stepsUpTo is the checkSteps listing of steps s1..sn, the last one running.
+func stepsUpTo(n int) string {
+	var out []string
+	for i := 1; i < n; i++ {
+		out = append(out, fmt.Sprintf("s%d:completed", i))
+	}
+	return strings.Join(append(out, fmt.Sprintf("s%d:running", n)), " ")
+}
+
+// TestNestedPacksFromARace: a writer that must write a transaction writes out
+// the run view's tail first; if it then loses the race to an append that
+// carried the same tail on, the tail is later written out again inside a
+// longer pack. The log reads each event once.
+func TestNestedPacksFromARace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	w, log := e.loggedWorld(t)
+	const run = "nested"
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"}, worlds.Event{Type: worlds.EventRunStarted},
+		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+	mustAppend(t, e.w, run, stepEvents(2)...)
+	if seqs := e.heldEventSeqs(t, run); len(seqs) == 0 || seqs[0] != 1 {
+		t.Fatalf("run view holds %v, want the carried tail from 1", seqs)
+	}
+	// w's attributes are a transaction: it writes out the tail (1-7), then the
+	// other writer carries that tail on and wins.
+	log.setBefore("txn", func() error {
+		mustAppend(t, e.w, run, stepEvents(3)...)
+		return nil
+	})
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})
+	packs := e.eventPacks(t, run)
+	if len(packs) < 2 || packs[0] != "1-7" || !strings.HasPrefix(packs[1], "1-") {
+		t.Fatalf("event items %v, want 1-7 and a longer one from 1", packs)
+	}
+	want := "run_created run_started step_created step_started step_completed step_created step_started step_completed step_created step_started attributes_set"
+	if got := e.listSeqs(t, w, run); got != want {
+		t.Fatalf("events: %s\nwant: %s", got, want)
+	}
+	for limit := 1; limit <= 11; limit++ {
+		var seqs []int64
+		f := worlds.EventFilter{Limit: limit}
+		for {
+			page, err := w.ListEvents(context.Background(), run, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range page.Items {
+				seqs = append(seqs, ev.Seq)
+			}
+			if page.Cursor == "" {
+				break
+			}
+			f.Cursor = page.Cursor
+		}
+		if len(seqs) != 11 || seqs[10] != 11 {
+			t.Fatalf("pages of %d: %v", limit, seqs)
+		}
 	}
 }

@@ -34,7 +34,7 @@ import (
 //
 // A run view that holds anything stores its data as the JSON array
 // [run, {"steps": [...], "waits": [...], "events": [...]}] instead of the run's
-// object, compressed as binary data (see compressView). Versions that predate
+// object, compressed as binary data (see compressData). Versions that predate
 // the compression find no string data and fail to decode it, as the ones before
 // them failed on the array, so they cannot append to the run and rewrite the
 // view without what it holds.
@@ -58,6 +58,24 @@ type held struct {
 	open  map[string]openStep
 	waits map[string]worlds.Wait
 	tail  []worlds.Event
+	// carry is set when the next append written as the run view alone keeps
+	// the tail there, beside its own events, instead of writing it out; see
+	// carries.
+	carry bool
+}
+
+// carryMax is the largest run view item (compressed, with its keys) whose tail
+// the next single-put append carries: the view it writes is then still likely
+// under 1 KB, so its put costs no more than it would without the tail, and the
+// tail's write-out is saved. Several appends' events then share one event pack.
+const carryMax = 640
+
+// carries reports whether the next single-put append carries the tail of a
+// run view: a function of the stored item alone, so every writer decides
+// alike. Deciding differently costs a write, never an event: an append that
+// leaves a tail out of the run view writes it out first.
+func carries(item map[string]types.AttributeValue, run *worlds.Run, tail []worlds.Event) bool {
+	return len(tail) > 0 && !run.Status.Terminal() && itemSize(item) <= carryMax
 }
 
 // openSlack is what placeOpenSteps leaves unused of the run view's write units, for
@@ -69,7 +87,7 @@ func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, err
 	fail := func(err error) (*worlds.Run, held, error) {
 		return nil, held{}, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
 	}
-	data, err := viewData(item)
+	data, err := dataJSON(item)
 	if err != nil {
 		return fail(err)
 	}
@@ -109,6 +127,7 @@ func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, err
 			return fail(err)
 		}
 	}
+	h.carry = carries(item, &run, h.tail)
 	return &run, h, nil
 }
 
@@ -127,7 +146,7 @@ func setHeld(meta map[string]types.AttributeValue, steps, waits, events []string
 	if len(fields) == 0 {
 		return
 	}
-	meta[attrData] = compressView("[" + getS(meta, attrData) + ",{" + strings.Join(fields, ",") + "}]")
+	meta[attrData] = compressData("[" + getS(meta, attrData) + ",{" + strings.Join(fields, ",") + "}]")
 }
 
 // heldOverhead is what setHeld adds to the data around the steps it holds.

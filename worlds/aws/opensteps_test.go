@@ -16,7 +16,7 @@ import (
 // viewJSON is the run view's data as JSON, inflated when it is compressed.
 func (e *env) viewJSON(t *testing.T, runID string) string {
 	t.Helper()
-	data, err := awsworld.ViewData(e.rawItem(t, "RUN#"+runID, "META"))
+	data, err := awsworld.DataJSON(e.rawItem(t, "RUN#"+runID, "META"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,17 +156,17 @@ func TestRunViewShapes(t *testing.T) {
 	}
 }
 
-// FuzzRunViewData feeds stored run view data of any shape to the decoder: it
+// FuzzRunDataJSON feeds stored run view data of any shape to the decoder: it
 // returns an error or a run, never panics, and what it decodes from a run view
 // holding steps and events encodes back to the same steps and events.
-func FuzzRunViewData(f *testing.F) {
+func FuzzRunDataJSON(f *testing.F) {
 	w := &World{shards: DefaultListShards}
 	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7}
 	meta := w.runItem(run, nil)
 	setHeld(meta, []string{marshalOpen(openStep{Seq: 6, Step: worlds.Step{RunID: "r", StepID: "s2", StepName: "a", Status: worlds.StepRunning}})},
 		[]string{`{"runId":"r","waitId":"w1","status":"waiting"}`},
 		[]string{`{"runId":"r","seq":7,"type":"step_started","correlationId":"s2","attempt":1}`})
-	held, err := viewData(meta)
+	held, err := dataJSON(meta)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -229,13 +229,13 @@ func FuzzRunViewData(f *testing.F) {
 	})
 }
 
-// FuzzCompressedViewData feeds any binary data to the run view decoder: it
+// FuzzCompressedDataJSON feeds any binary data to the run view decoder: it
 // returns an error or a run, never panics, and data compressed by the World
 // inflates back to what it was.
-func FuzzCompressedViewData(f *testing.F) {
+func FuzzCompressedDataJSON(f *testing.F) {
 	w := &World{shards: DefaultListShards}
 	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7}
-	f.Add(compressView(`[{"runId":"r"},{"events":[{"seq":1}]}]`).(*types.AttributeValueMemberB).Value)
+	f.Add(compressData(`[{"runId":"r"},{"events":[{"seq":1}]}]`).(*types.AttributeValueMemberB).Value)
 	f.Add([]byte{})
 	f.Add([]byte{viewFormatDeflate1})
 	f.Add([]byte{2, 1, 2, 3})
@@ -245,24 +245,24 @@ func FuzzCompressedViewData(f *testing.F) {
 		if got, _, err := decodeRunData(item); err == nil && got == nil {
 			t.Fatal("no run and no error")
 		}
-		item[attrData] = compressView(string(data))
-		back, err := viewData(item)
+		item[attrData] = compressData(string(data))
+		back, err := dataJSON(item)
 		if err != nil || back != string(data) {
 			t.Fatalf("compressed %q inflates to %q, %v", data, back, err)
 		}
 	})
 }
 
-func TestCompressedViewDataErrors(t *testing.T) {
+func TestCompressedDataJSONErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want string
 	}{
-		{"empty", nil, "unknown run view data format -1"},
-		{"newer format", []byte{9, 1, 2}, "unknown run view data format 9"},
-		{"truncated", compressView(`[{"runId":"r"},{"events":[]}]`).(*types.AttributeValueMemberB).Value[:5], "inflate run view data"},
+		{"empty", nil, "unknown data format -1"},
+		{"newer format", []byte{9, 1, 2}, "unknown data format 9"},
+		{"truncated", compressData(`[{"runId":"r"},{"events":[]}]`).(*types.AttributeValueMemberB).Value[:5], "inflate data"},
 	} {
 		item := map[string]types.AttributeValue{attrPK: s("RUN#r"), attrSK: s(metaSK), attrData: &types.AttributeValueMemberB{Value: tc.data}}
 		_, _, err := decodeRunData(item)

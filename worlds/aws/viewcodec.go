@@ -11,13 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// A run view that holds steps, waits or events stores its data compressed, as
-// a binary attribute: DynamoDB bills a write by the KB of the item, and the
-// held JSON repeats the run ID, the field names and the append's timestamp in
-// every step and event. A step's usual run view (the run, the finished and the
-// running step, three events: about 1.5 KB of JSON, 1.8 KB with its keys and
-// index attributes) compresses to under 250 bytes, so its put costs 1 write
-// unit instead of 2.
+// Event items, and a run view that holds steps, waits or events, store their
+// data compressed, as a binary attribute: DynamoDB bills a write by the KB of
+// the item, and their JSON repeats the run ID, the field names and the
+// append's timestamp in every step and event. A step's usual run view (the run,
+// the finished and the running step, three events: about 1.5 KB of JSON,
+// 1.8 KB with its keys and index attributes) compresses to under 250 bytes, so
+// its put costs 1 write unit instead of 2; an event pack of a dozen events fits
+// one unit.
 //
 // The binary data is one format byte followed by the compressed JSON:
 //
@@ -25,7 +26,7 @@ import (
 //
 // viewDict1 is part of that format and must never change; a better dictionary
 // is a new format byte. Run views that hold nothing keep their data as the
-// JSON string of the run.
+// JSON string of the run, and items of other kinds keep theirs as JSON strings.
 const viewFormatDeflate1 = 0x01
 
 // viewDict1 is the preset dictionary of format 0x01: a run view as the World
@@ -47,9 +48,9 @@ const viewDict1 = `"waits":[{"runId":"","waitId":"","status":"waiting","resumeAt
 	`{"runId":"wrun_","seq":,"type":"step_created","correlationId":"step_","createdAt":"","stepName":"","input":},` +
 	`{"runId":"wrun_","seq":,"type":"step_started","correlationId":"step_","createdAt":"","attempt":1,"deliveryId":"start-wrun_"}]}]`
 
-// viewDataMax bounds what a stored run view inflates to. DynamoDB items are at
-// most 400 KB; data that inflates past this is not a run view this World wrote.
-const viewDataMax = 64 << 20
+// dataMax bounds what stored data inflates to. DynamoDB items are at most
+// 400 KB; data that inflates past this is not data this World wrote.
+const dataMax = 64 << 20
 
 var viewWriters = sync.Pool{New: func() any {
 	w, err := flate.NewWriterDict(nil, flate.BestCompression, []byte(viewDict1))
@@ -59,8 +60,8 @@ var viewWriters = sync.Pool{New: func() any {
 	return w
 }}
 
-// compressView is the binary data attribute holding data in format 0x01.
-func compressView(data string) types.AttributeValue {
+// compressData is the binary data attribute holding data in format 0x01.
+func compressData(data string) types.AttributeValue {
 	var buf bytes.Buffer
 	buf.Grow(len(data)/3 + 16)
 	buf.WriteByte(viewFormatDeflate1)
@@ -73,12 +74,13 @@ func compressView(data string) types.AttributeValue {
 	return &types.AttributeValueMemberB{Value: buf.Bytes()}
 }
 
-// errViewFormat reports binary run view data in a format this World does not
-// know: written by a newer version, or not by the World at all.
-var errViewFormat = errors.New("unknown run view data format")
+// errViewFormat reports binary data in a format this World does not know:
+// written by a newer version, or not by the World at all.
+var errViewFormat = errors.New("unknown data format")
 
-// viewData is the JSON data of a run view, stored as a string or compressed.
-func viewData(item map[string]types.AttributeValue) (string, error) {
+// dataJSON is the JSON data of a run view or an event item, stored as a string
+// or compressed.
+func dataJSON(item map[string]types.AttributeValue) (string, error) {
 	v, ok := item[attrData].(*types.AttributeValueMemberB)
 	if !ok {
 		return getS(item, attrData), nil
@@ -92,12 +94,12 @@ func viewData(item map[string]types.AttributeValue) (string, error) {
 	}
 	zr := flate.NewReaderDict(bytes.NewReader(v.Value[1:]), []byte(viewDict1))
 	defer zr.Close()
-	b, err := io.ReadAll(io.LimitReader(zr, viewDataMax+1))
+	b, err := io.ReadAll(io.LimitReader(zr, dataMax+1))
 	if err != nil {
-		return "", fmt.Errorf("inflate run view data: %w", err)
+		return "", fmt.Errorf("inflate data: %w", err)
 	}
-	if len(b) > viewDataMax {
-		return "", fmt.Errorf("run view data inflates past %d bytes", viewDataMax)
+	if len(b) > dataMax {
+		return "", fmt.Errorf("data inflates past %d bytes", dataMax)
 	}
 	return string(b), nil
 }

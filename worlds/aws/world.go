@@ -332,7 +332,7 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 		wrote = make(chan struct{})
 		go func() {
 			defer close(wrote)
-			if err := w.flushHeld(ctx, p); err != nil {
+			if err := w.flushHeld(ctx, p, !p.carry); err != nil {
 				w.log.DebugContext(ctx, "awsworld: writing out what the run view holds; the append tries again", "runId", runID, "err", err)
 			}
 		}()
@@ -367,9 +367,6 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 				}
 				w.dropPending(ctx, runID)
 			}
-			return nil, err
-		}
-		if err := w.flushHeld(ctx, st); err != nil {
 			return nil, err
 		}
 		after, retry, err := w.commit(ctx, st, effects)
@@ -412,7 +409,14 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 // run view written alone leaves, nil after a transaction.
 func (w *World) commit(ctx context.Context, st runState, effects []worlds.Effect) (after *runState, retry bool, err error) {
 	actions, txnErr := w.appendActions(st, effects)
-	if view, units, next := w.fastView(st, effects); view != nil && itemSize(view) <= fastViewMax-openSlack && (txnErr != nil || units <= txnUnits(actions)) {
+	view, units, next := w.fastView(st, effects)
+	fast := view != nil && itemSize(view) <= fastViewMax-openSlack && (txnErr != nil || units <= txnUnits(actions))
+	// What the run view holds for good and the new one leaves out is written
+	// out first; a carried tail stays.
+	if err := w.flushHeld(ctx, st, !fast || !st.carry); err != nil {
+		return nil, false, err
+	}
+	if fast {
 		if retry, err := w.putView(ctx, st, view); err != nil || retry {
 			return nil, retry, err
 		}
@@ -473,7 +477,9 @@ type tokenState struct {
 
 // eventItems packs the events of one append into as few items as fit DynamoDB's
 // item size: a pack is keyed by the seq of its last event and holds a JSON array,
-// a single event keeps the layout of one JSON object under its own seq. Writing an
+// a single event keeps the layout of one JSON object under its own seq, both
+// compressed (see compressData). Items are sized by their JSON, so an item fits
+// uncompressed too. Writing an
 // append's step outcome, the next step's creation and its start as one item instead
 // of three saves four write units a step (each transactional item is billed at
 // least 2), and keying packs by their last seq keeps the log ordered by sort key,
@@ -493,9 +499,9 @@ func eventItems(effects []worlds.Effect) ([]map[string]types.AttributeValue, err
 		}
 		item := key(runPK(runID), eventSK(packSeq))
 		if len(pack) == 1 {
-			item[attrData] = s(pack[0])
+			item[attrData] = compressData(pack[0])
 		} else {
-			item[attrData] = s("[" + strings.Join(pack, ",") + "]")
+			item[attrData] = compressData("[" + strings.Join(pack, ",") + "]")
 		}
 		items = append(items, item)
 		pack, size = nil, base
@@ -527,19 +533,19 @@ func itemTooLarge(ev worlds.Event, what string, size int) error {
 // decodeEvents reads the events of one event item: a single event (every item
 // written before packing, and every append of one event) or a pack of several.
 func decodeEvents(item map[string]types.AttributeValue) ([]worlds.Event, error) {
-	data := getS(item, attrData)
-	if strings.HasPrefix(data, "[") {
+	data, err := dataJSON(item)
+	if err == nil && strings.HasPrefix(data, "[") {
 		var evs []worlds.Event
-		if err := json.Unmarshal([]byte(data), &evs); err != nil {
-			return nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+		if err = json.Unmarshal([]byte(data), &evs); err == nil {
+			return evs, nil
 		}
-		return evs, nil
+	} else if err == nil {
+		var ev worlds.Event
+		if err = json.Unmarshal([]byte(data), &ev); err == nil {
+			return []worlds.Event{ev}, nil
+		}
 	}
-	ev, err := decodeData[worlds.Event](item)
-	if err != nil {
-		return nil, err
-	}
-	return []worlds.Event{*ev}, nil
+	return nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
 }
 
 // appendActions turns effects into the transaction: events, then each changed

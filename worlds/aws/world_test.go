@@ -882,13 +882,16 @@ func TestPackedEvents(t *testing.T) {
 		var shapes []string
 		for _, item := range out.Items {
 			sk := item["sk"].(*ddbtypes.AttributeValueMemberS).Value
-			data := item["data"].(*ddbtypes.AttributeValueMemberS).Value
+			data, err := awsworld.DataJSON(item)
+			if err != nil {
+				t.Fatal(err)
+			}
 			shapes = append(shapes, strings.TrimLeft(sk[len("EVENT#"):], "0")+data[:1])
 		}
 		return shapes
 	}
 
-	mustAppend(t, e.w, "packed", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
+	mustAppend(t, e.w, "packed", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A", Input: wideInput})
 	mustAppend(t, e.w, "packed",
 		worlds.Event{Type: worlds.EventRunStarted},
 		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "x"},
