@@ -53,12 +53,15 @@ const viewDict1 = `"waits":[{"runId":"","waitId":"","status":"waiting","resumeAt
 const dataMax = 64 << 20
 
 var viewWriters = sync.Pool{New: func() any {
-	w, err := flate.NewWriterDict(nil, flate.BestCompression, []byte(viewDict1))
+	w, err := flate.NewWriterDict(nil, flate.DefaultCompression, []byte(viewDict1))
 	if err != nil { // only for an invalid level
 		panic(err)
 	}
 	return w
 }}
+
+// viewReaders holds inflaters for reuse: each one allocates about 40 KB.
+var viewReaders sync.Pool
 
 // compressData is the binary data attribute holding data in format 0x01.
 func compressData(data string) types.AttributeValue {
@@ -92,8 +95,14 @@ func dataJSON(item map[string]types.AttributeValue) (string, error) {
 		}
 		return "", fmt.Errorf("%w %d", errViewFormat, format)
 	}
-	zr := flate.NewReaderDict(bytes.NewReader(v.Value[1:]), []byte(viewDict1))
-	defer zr.Close()
+	src := bytes.NewReader(v.Value[1:])
+	zr, _ := viewReaders.Get().(io.ReadCloser)
+	if zr == nil {
+		zr = flate.NewReaderDict(src, []byte(viewDict1))
+	} else if err := zr.(flate.Resetter).Reset(src, []byte(viewDict1)); err != nil {
+		return "", fmt.Errorf("inflate data: %w", err)
+	}
+	defer viewReaders.Put(zr)
 	b, err := io.ReadAll(io.LimitReader(zr, dataMax+1))
 	if err != nil {
 		return "", fmt.Errorf("inflate data: %w", err)
