@@ -156,10 +156,10 @@ func TestRunViewShapes(t *testing.T) {
 	}
 }
 
-// FuzzRunDataJSON feeds stored run view data of any shape to the decoder: it
+// FuzzRunViewData feeds stored run view data of any shape to the decoder: it
 // returns an error or a run, never panics, and what it decodes from a run view
 // holding steps and events encodes back to the same steps and events.
-func FuzzRunDataJSON(f *testing.F) {
+func FuzzRunViewData(f *testing.F) {
 	w := &World{shards: DefaultListShards}
 	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7}
 	meta := w.runItem(run, nil)
@@ -229,10 +229,10 @@ func FuzzRunDataJSON(f *testing.F) {
 	})
 }
 
-// FuzzCompressedDataJSON feeds any binary data to the run view decoder: it
+// FuzzCompressedViewData feeds any binary data to the run view decoder: it
 // returns an error or a run, never panics, and data compressed by the World
 // inflates back to what it was.
-func FuzzCompressedDataJSON(f *testing.F) {
+func FuzzCompressedViewData(f *testing.F) {
 	w := &World{shards: DefaultListShards}
 	run := &worlds.Run{RunID: "r", WorkflowName: "flows.A", Status: worlds.RunRunning, EventCount: 7}
 	f.Add(compressData(`[{"runId":"r"},{"events":[{"seq":1}]}]`).(*types.AttributeValueMemberB).Value)
@@ -253,7 +253,7 @@ func FuzzCompressedDataJSON(f *testing.F) {
 	})
 }
 
-func TestCompressedDataJSONErrors(t *testing.T) {
+func TestCompressedViewDataErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
