@@ -147,23 +147,32 @@ func startFirstStep(t *testing.T, w *awsworld.World, run string) {
 		worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
 }
 
+// listSeqs is the types of a run's events in order, checking their seqs.
 func (e *env) listSeqs(t *testing.T, w *awsworld.World, runID string) string {
 	t.Helper()
 	var out []string
-	f := worlds.EventFilter{Limit: 1000}
+	for _, ev := range eventPages(t, w, runID, 1000) {
+		if ev.Seq != int64(len(out)+1) {
+			t.Fatalf("event %d has seq %d", len(out)+1, ev.Seq)
+		}
+		out = append(out, string(ev.Type))
+	}
+	return strings.Join(out, " ")
+}
+
+// eventPages reads a run's whole log through pages of limit events.
+func eventPages(t *testing.T, w *awsworld.World, runID string, limit int) []worlds.Event {
+	t.Helper()
+	var out []worlds.Event
+	f := worlds.EventFilter{Limit: limit}
 	for {
 		page, err := w.ListEvents(context.Background(), runID, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ev := range page.Items {
-			if ev.Seq != int64(len(out)+1) {
-				t.Fatalf("event %d has seq %d", len(out)+1, ev.Seq)
-			}
-			out = append(out, string(ev.Type))
-		}
+		out = append(out, page.Items...)
 		if page.Cursor == "" {
-			return strings.Join(out, " ")
+			return out
 		}
 		f.Cursor = page.Cursor
 	}
@@ -394,19 +403,8 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 			}
 			limit := 1 + rng.IntN(4)
 			var paged []string
-			f := worlds.EventFilter{Limit: limit}
-			for {
-				page, err := w.ListEvents(ctx, run, f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ev := range page.Items {
-					paged = append(paged, string(ev.Type))
-				}
-				if page.Cursor == "" {
-					break
-				}
-				f.Cursor = page.Cursor
+			for _, ev := range eventPages(t, w, run, limit) {
+				paged = append(paged, string(ev.Type))
 			}
 			if strings.Join(paged, " ") != strings.Join(types, " ") {
 				t.Fatalf("seed %d: pages of %d: %v", seed, limit, paged)
@@ -730,19 +728,8 @@ func TestNestedPacksFromARace(t *testing.T) {
 	}
 	for limit := 1; limit <= 11; limit++ {
 		var seqs []int64
-		f := worlds.EventFilter{Limit: limit}
-		for {
-			page, err := w.ListEvents(context.Background(), run, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ev := range page.Items {
-				seqs = append(seqs, ev.Seq)
-			}
-			if page.Cursor == "" {
-				break
-			}
-			f.Cursor = page.Cursor
+		for _, ev := range eventPages(t, w, run, limit) {
+			seqs = append(seqs, ev.Seq)
 		}
 		if len(seqs) != 11 || seqs[10] != 11 {
 			t.Fatalf("pages of %d: %v", limit, seqs)
