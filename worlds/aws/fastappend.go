@@ -30,10 +30,10 @@ import (
 // of 1 unit for several appends: under 3 units where a transaction costs 6.
 //
 // The finished steps, and the tail unless the next append carries it, are
-// written out by the writer's next append to the run, beside its reads (unless the run has ended: they stay in the run view
-// until it expires), and before its write by any append that does not know them
-// to be written (flushHeld): after a crash, or when another World made the
-// append before. They are committed and immutable, so a plain put is safe
+// written out by the writer's next append to the run, beside its reads (unless
+// the run has ended: they stay in the run view until it expires), and before
+// its write by any append that does not know them to be written (flushHeld):
+// after a crash, or when another World made the append before. They are committed and immutable, so a plain put is safe
 // whoever makes it and however often: a writer that loses the race to append has
 // written what the winner writes too. Writing them out beside the reads keeps
 // them off a step's path (a step costs two round trips, the reads and the put)

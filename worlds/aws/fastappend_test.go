@@ -736,3 +736,56 @@ func TestNestedPacksFromARace(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWrittenUncompressedContinues: a run whose run view and event items
+// hold their data as JSON strings, as versions before compression wrote them,
+// reads and continues unchanged.
+func TestRunWrittenUncompressedContinues(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	const run = "uncompressed"
+	startFirstStep(t, e.w, run)
+	mustAppend(t, e.w, run, stepEvents(2)...)
+	mustAppend(t, e.w, run, stepEvents(3)...)
+	before := e.listSeqs(t, e.w, run)
+	out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: &e.cfg.TableName, ConsistentRead: ptr(true),
+		KeyConditionExpression: ptr("pk = :pk"), ExpressionAttributeValues: map[string]ddbAttr{":pk": ddbS("RUN#" + run)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := 0
+	for _, item := range out.Items {
+		if _, ok := item["data"].(*ddbtypes.AttributeValueMemberB); !ok {
+			continue
+		}
+		data, err := awsworld.DataJSON(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		item["data"] = ddbS(data)
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.cfg.TableName, Item: item}); err != nil {
+			t.Fatal(err)
+		}
+		rewritten++
+	}
+	if rewritten < 2 {
+		t.Fatalf("%d items held compressed data, want the run view and event items", rewritten)
+	}
+	// A World that has not written this run reads it from the table alone.
+	w, err := awsworld.New(e.cfg, e.db, e.sqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.listSeqs(t, w, run); got != before {
+		t.Fatalf("events: %s\nwant: %s", got, before)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:completed", "s3:running")
+	mustAppend(t, w, run, stepEvents(4)...)
+	mustAppend(t, w, run, worlds.Event{Type: worlds.EventStepCompleted, CorrelationID: "s4", Output: json.RawMessage(`4`)},
+		worlds.Event{Type: worlds.EventRunCompleted, Output: json.RawMessage(`4`)})
+	if got, want := e.listSeqs(t, w, run), before+" step_completed step_created step_started step_completed run_completed"; got != want {
+		t.Fatalf("events: %s\nwant: %s", got, want)
+	}
+	e.checkSteps(t, run, "s1:completed", "s2:completed", "s3:completed", "s4:completed")
+}
