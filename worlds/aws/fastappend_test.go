@@ -137,7 +137,7 @@ func (e *env) loggedWorld(t *testing.T) (*awsworld.World, *writeLog) {
 // an append carries the tail of the one before (incompressible, since the run
 // view is stored compressed): each append's tail is then written out as its
 // own pack by the next.
-var wideInput = json.RawMessage(`"` + incompressible(400) + `"`)
+var wideInput = json.RawMessage(`"` + incompressible(1000) + `"`)
 
 // startFirstStep creates and starts run with its first step, s1, running:
 // events 1-4. The run has wideInput, so its tails are not carried.
@@ -646,7 +646,7 @@ func TestTailsAreCarried(t *testing.T) {
 	mustAppend(t, w, run, startRun...)
 	want := "run_created run_started step_created step_started"
 	appends := 1
-	for n := 2; n <= 12; n++ {
+	for n := 2; n <= 30; n++ {
 		mustAppend(t, w, run, stepEvents(n)...)
 		appends++
 		want += " step_completed step_created step_started"
@@ -681,6 +681,7 @@ func TestTailsAreCarried(t *testing.T) {
 	if packs == 0 || packs > appends/2 || len(written) != packs {
 		t.Fatalf("%d packs written out for %d appends, stored %v", packs, appends, written)
 	}
+	t.Logf("%d appends: event items %v", appends, written)
 	held := e.heldEventSeqs(t, run)
 	if got, want := fmt.Sprint(written[len(written)-1]), fmt.Sprintf("-%d", held[0]-1); !strings.HasSuffix(got, want) {
 		t.Fatalf("packs %v, and the run view holds %v", written, held)

@@ -65,10 +65,12 @@ type held struct {
 }
 
 // carryMax is the largest run view item (compressed, with its keys) whose tail
-// the next single-put append carries: the view it writes is then still likely
-// under 1 KB, so its put costs no more than it would without the tail, and the
-// tail's write-out is saved. Several appends' events then share one event pack.
-const carryMax = 640
+// the next single-put append carries: the view it writes is then likely still
+// under 1 KB (an append of a step adds about 40 bytes), so its put costs no
+// more than it would without the tail, and the tail's write-out is saved. When
+// it does pass 1 KB, its second unit pays for what the write-out would have
+// cost. Many appends' events then share one event pack.
+const carryMax = 900
 
 // carries reports whether the next single-put append carries the tail of a
 // run view: a function of the stored item alone, so every writer decides

@@ -17,8 +17,8 @@ import (
 // append's timestamp in every step and event. A step's usual run view (the run,
 // the finished and the running step, three events: about 1.5 KB of JSON,
 // 1.8 KB with its keys and index attributes) compresses to under 250 bytes, so
-// its put costs 1 write unit instead of 2; an event pack of a dozen events fits
-// one unit.
+// its put costs 1 write unit instead of 2; an event pack of a few dozen events
+// fits one unit.
 //
 // The binary data is one format byte followed by the compressed JSON:
 //
