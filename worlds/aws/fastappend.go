@@ -33,8 +33,9 @@ import (
 // written out by the writer's next append to the run, beside its reads (unless
 // the run has ended: they stay in the run view until it expires), and before
 // its write by any append that does not know them to be written (flushHeld):
-// after a crash, or when another World made the append before. They are committed and immutable, so a plain put is safe
-// whoever makes it and however often: a writer that loses the race to append has
+// after a crash, or when another World made the append before. They are
+// committed and immutable, so a plain put is safe whoever makes it and however
+// often: a writer that loses the race to append has
 // written what the winner writes too. Writing them out beside the reads keeps
 // them off a step's path (a step costs two round trips, the reads and the put)
 // and out of the window between an append's reads and its write, where they
@@ -163,16 +164,11 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		return nil, 0, runState{}
 	}
 	meta := w.runItem(&last, st.hookIDs)
-	raw := len(getS(meta, attrData))
-	for _, parts := range [][]string{encodedSteps, encodedWaits, events} {
-		for _, p := range parts {
-			raw += len(p) + 1
-		}
-	}
-	if raw > fastViewDataMax {
+	data := heldJSON(getS(meta, attrData), encodedSteps, encodedWaits, events)
+	if len(data) > fastViewDataMax {
 		return nil, 0, runState{}
 	}
-	setHeld(meta, encodedSteps, encodedWaits, events)
+	meta[attrData] = compressData(data)
 	meta[attrAppendID] = s(randomID()[:16])
 	next.carry = carries(meta, &last, next.tail)
 	return meta, units + writeUnits(itemSize(meta)), runState{run: &last, hookIDs: st.hookIDs, held: next}

@@ -134,8 +134,17 @@ func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, err
 }
 
 // setHeld stores steps, waits and events (each already JSON) in meta's data
-// beside the run.
+// beside the run, compressed.
 func setHeld(meta map[string]types.AttributeValue, steps, waits, events []string) {
+	if len(steps)+len(waits)+len(events) > 0 {
+		meta[attrData] = compressData(heldJSON(getS(meta, attrData), steps, waits, events))
+	}
+}
+
+// heldJSON is the data of a run view that holds steps, waits or events: the
+// array [run, {"steps": [...], "waits": [...], "events": [...]}], without the
+// fields that hold nothing.
+func heldJSON(run string, steps, waits, events []string) string {
 	var fields []string
 	for _, f := range []struct {
 		name  string
@@ -145,10 +154,7 @@ func setHeld(meta map[string]types.AttributeValue, steps, waits, events []string
 			fields = append(fields, `"`+f.name+`":[`+strings.Join(f.items, ",")+"]")
 		}
 	}
-	if len(fields) == 0 {
-		return
-	}
-	meta[attrData] = compressData("[" + getS(meta, attrData) + ",{" + strings.Join(fields, ",") + "}]")
+	return "[" + run + ",{" + strings.Join(fields, ",") + "}]"
 }
 
 // heldOverhead is what setHeld adds to the data around the steps it holds.

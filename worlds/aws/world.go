@@ -534,15 +534,13 @@ func itemTooLarge(ev worlds.Event, what string, size int) error {
 // written before packing, and every append of one event) or a pack of several.
 func decodeEvents(item map[string]types.AttributeValue) ([]worlds.Event, error) {
 	data, err := dataJSON(item)
-	if err == nil && strings.HasPrefix(data, "[") {
+	if err == nil {
+		if !strings.HasPrefix(data, "[") {
+			data = "[" + data + "]"
+		}
 		var evs []worlds.Event
 		if err = json.Unmarshal([]byte(data), &evs); err == nil {
 			return evs, nil
-		}
-	} else if err == nil {
-		var ev worlds.Event
-		if err = json.Unmarshal([]byte(data), &ev); err == nil {
-			return []worlds.Event{ev}, nil
 		}
 	}
 	return nil, fmt.Errorf("awsworld: decode %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
