@@ -1,4 +1,8 @@
 package awsworld
 
-// DataJSON is dataJSON, for the package's external tests.
-var DataJSON = dataJSON
+// DataJSON and ItemSize are dataJSON and itemSize, for the package's external
+// tests.
+var (
+	DataJSON = dataJSON
+	ItemSize = itemSize
+)

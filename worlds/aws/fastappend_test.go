@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -576,14 +577,8 @@ func TestHeldStepsStayMovable(t *testing.T) {
 // eventPacks lists a run's event items as the seqs each holds, "first-last".
 func (e *env) eventPacks(t *testing.T, runID string) []string {
 	t.Helper()
-	out, err := e.db.Query(context.Background(), &dynamodb.QueryInput{TableName: &e.cfg.TableName, ConsistentRead: ptr(true),
-		KeyConditionExpression:    ptr("pk = :pk AND begins_with(sk, :ev)"),
-		ExpressionAttributeValues: map[string]ddbAttr{":pk": ddbS("RUN#" + runID), ":ev": ddbS("EVENT#")}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var packs []string
-	for _, item := range out.Items {
+	for _, item := range e.eventItemsOf(t, runID) {
 		data, err := awsworld.DataJSON(item)
 		if err != nil {
 			t.Fatal(err)
@@ -608,30 +603,6 @@ func (e *env) eventPacks(t *testing.T, runID string) []string {
 	return packs
 }
 
-func ptr[T any](v T) *T { return &v }
-
-// metaSize is the stored run view's size as DynamoDB bills it: names and values.
-func (e *env) metaSize(t *testing.T, runID string) int {
-	t.Helper()
-	size := 0
-	for name, v := range e.rawItem(t, "RUN#"+runID, "META") {
-		size += len(name)
-		switch v := v.(type) {
-		case *ddbtypes.AttributeValueMemberS:
-			size += len(v.Value)
-		case *ddbtypes.AttributeValueMemberN:
-			size += len(v.Value)
-		case *ddbtypes.AttributeValueMemberB:
-			size += len(v.Value)
-		case *ddbtypes.AttributeValueMemberSS:
-			for _, s := range v.Value {
-				size += len(s)
-			}
-		}
-	}
-	return size
-}
-
 // TestTailsAreCarried checks the append protocol of a run of small steps: an
 // append keeps the tail of the one before in the run view while the run view
 // is small, so several appends' events are written out as one pack, and every
@@ -653,7 +624,7 @@ func TestTailsAreCarried(t *testing.T) {
 		if got := e.listSeqs(t, w, run); got != want {
 			t.Fatalf("after step %d: events %s\nwant %s", n, got, want)
 		}
-		if size := e.metaSize(t, run); size > 1024 {
+		if size := awsworld.ItemSize(e.rawItem(t, "RUN#"+run, "META")); size > 1024 {
 			t.Fatalf("after step %d the run view is %d bytes", n, size)
 		}
 		e.checkSteps(t, run, strings.Fields(stepsUpTo(n))...)
@@ -750,8 +721,8 @@ func TestRunWrittenUncompressedContinues(t *testing.T) {
 	mustAppend(t, e.w, run, stepEvents(2)...)
 	mustAppend(t, e.w, run, stepEvents(3)...)
 	before := e.listSeqs(t, e.w, run)
-	out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: &e.cfg.TableName, ConsistentRead: ptr(true),
-		KeyConditionExpression: ptr("pk = :pk"), ExpressionAttributeValues: map[string]ddbAttr{":pk": ddbS("RUN#" + run)}})
+	out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk"), ExpressionAttributeValues: map[string]ddbAttr{":pk": ddbS("RUN#" + run)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,18 @@ func (e *env) rawItem(t *testing.T, pk, sk string) map[string]ddbAttr {
 	return out.Item
 }
 
+// eventItemsOf reads a run's event items, in key order.
+func (e *env) eventItemsOf(t *testing.T, runID string) []map[string]ddbAttr {
+	t.Helper()
+	out, err := e.db.Query(context.Background(), &dynamodb.QueryInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :ev)"),
+		ExpressionAttributeValues: map[string]ddbAttr{":pk": ddbS("RUN#" + runID), ":ev": ddbS("EVENT#")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Items
+}
+
 func mustAppend(t *testing.T, w worlds.World, runID string, evs ...worlds.Event) []worlds.Event {
 	t.Helper()
 	out, err := w.Append(context.Background(), runID, evs...)
@@ -873,14 +885,8 @@ func TestPackedEvents(t *testing.T) {
 	ctx := context.Background()
 	eventItems := func(runID string) []string {
 		t.Helper()
-		out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(e.cfg.TableName), ConsistentRead: aws.Bool(true),
-			KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :ev)"),
-			ExpressionAttributeValues: map[string]ddbAttr{":pk": &ddbtypes.AttributeValueMemberS{Value: "RUN#" + runID}, ":ev": &ddbtypes.AttributeValueMemberS{Value: "EVENT#"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var shapes []string
-		for _, item := range out.Items {
+		for _, item := range e.eventItemsOf(t, runID) {
 			sk := item["sk"].(*ddbtypes.AttributeValueMemberS).Value
 			data, err := awsworld.DataJSON(item)
 			if err != nil {
