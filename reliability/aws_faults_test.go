@@ -43,7 +43,7 @@ func hotRunUnderFaults(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	testenv.DeleteTableOnCleanup(t, db, table)
-	f := newFaults(s, map[string]float64{"ddb-throttle-write": 0.15, "ddb-lost-write": 0.15, "ddb-resent-write": 0.15})
+	f := newFaults(s, map[string]float64{"ddb-throttle-write": 0.15, "ddb-lost-write": 0.15, "ddb-resent-write": 0.25})
 	faulty := &faultyDynamoDB{DynamoDBAPI: db, f: f}
 	w, err := awsworld.New(awsworld.Config{
 		BaseURL: "https://example.com/v1/workflow", TableName: table,

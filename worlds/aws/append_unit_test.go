@@ -224,10 +224,24 @@ func (f *resentPutDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ..
 	}
 	stored := in.Item
 	if !f.own {
-		stored = map[string]types.AttributeValue{"pk": in.Item["pk"], "sk": in.Item["sk"], "data": &types.AttributeValueMemberS{Value: `{"runId":"r"}`},
-			"event_count": &types.AttributeValueMemberN{Value: "3"}}
+		stored = otherView()
 	}
 	return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed"), Item: stored}
+}
+
+// GetItem serves the other writer's run view, which ListEvents reads.
+func (f *resentPutDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return &dynamodb.GetItemOutput{Item: otherView()}, nil
+}
+
+// otherView is the run view another writer's append left at seq 3: a signal
+// of its own in its tail.
+func otherView() map[string]types.AttributeValue {
+	run := &worlds.Run{RunID: "r", WorkflowName: "wf", Status: worlds.RunRunning, EventCount: 3, CreatedAt: time.Unix(0, 0)}
+	item := (&World{shards: DefaultListShards}).runItem(run, nil)
+	ev := worlds.Event{RunID: "r", Seq: 3, Type: worlds.EventSignalReceived, CorrelationID: "go", CreatedAt: time.Unix(1, 0)}
+	item[attrData] = compressData(heldJSON(getS(item, attrData), nil, nil, []string{encodeData(ev).(*types.AttributeValueMemberS).Value}))
+	return item
 }
 
 func TestRunViewPutSentAgainCommitsOnce(t *testing.T) {

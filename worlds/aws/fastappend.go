@@ -1,7 +1,9 @@
 package awsworld
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -354,8 +356,12 @@ func (w *World) flushHeld(ctx context.Context, st runState, withTail bool) error
 // such token, and its second sending fails the condition its first one changed.
 // So a failed condition is checked against the item DynamoDB returns with it: if
 // that is this very run view (the random append_id the put carries), the append
-// committed.
-func (w *World) putView(ctx context.Context, st runState, meta map[string]types.AttributeValue) (retry bool, err error) {
+// committed. Other writers may have appended after it before the second sending
+// arrived (the SDK backs off before it resends), so a run view that has moved
+// past the append's events is checked too: the log holds the append's events at
+// their seqs exactly when the put committed, since events never change once
+// written (see landedAt).
+func (w *World) putView(ctx context.Context, st runState, meta map[string]types.AttributeValue, events []worlds.Event) (retry bool, err error) {
 	in := &dynamodb.PutItemInput{TableName: w.table, Item: meta,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	if st.run == nil {
@@ -368,8 +374,19 @@ func (w *World) putView(ctx context.Context, st runState, meta map[string]types.
 	_, err = w.db.PutItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	var tc *types.TransactionConflictException
-	if errors.As(err, &ccf) && ccf.Item != nil && getS(ccf.Item, attrAppendID) == getS(meta, attrAppendID) {
-		return false, nil
+	if errors.As(err, &ccf) && ccf.Item != nil {
+		if getS(ccf.Item, attrAppendID) == getS(meta, attrAppendID) {
+			return false, nil
+		}
+		landed, lerr := w.landedAt(ctx, ccf.Item, events)
+		if lerr != nil {
+			// Retrying could append the events twice, so the caller hears what
+			// it hears after a lost answer: the append may have committed.
+			return false, fmt.Errorf("awsworld: append to run %s failed its condition and whether an earlier sending committed it is unknown: %w", events[0].RunID, errors.Join(err, lerr))
+		}
+		if landed {
+			return false, nil
+		}
 	}
 	if errors.As(err, &ccf) || errors.As(err, &tc) {
 		return true, err
@@ -382,4 +399,49 @@ func (w *World) putView(ctx context.Context, st runState, meta map[string]types.
 		return false, fmt.Errorf("awsworld: append to run %s: %w", getS(meta, attrPK)[len("RUN#"):], err)
 	}
 	return false, nil
+}
+
+// landedAt reports whether the log of the run whose current run view is stored
+// holds events, the planned events of one append, at their seqs. Seqs are
+// handed out under the run view's condition and events are immutable, so the
+// same events at the same seqs, to the nanosecond of their creation time, are
+// the append's own: another writer's append at those seqs differs at least in
+// its creation time or content, and when it does not the log is the same
+// either way.
+func (w *World) landedAt(ctx context.Context, stored map[string]types.AttributeValue, events []worlds.Event) (bool, error) {
+	first, last := events[0].Seq, events[len(events)-1].Seq
+	if getN(stored, attrCount) < last {
+		return false, nil
+	}
+	page, err := w.ListEvents(ctx, events[0].RunID, worlds.EventFilter{AfterSeq: first - 1, Limit: len(events)})
+	if err != nil {
+		return false, err
+	}
+	if len(page.Items) != len(events) {
+		return false, fmt.Errorf("awsworld: run %s: %d events after seq %d, want %d", events[0].RunID, len(page.Items), first-1, len(events))
+	}
+	for i := range events {
+		same, err := sameEvent(events[i], page.Items[i])
+		if err != nil || !same {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// sameEvent reports whether planned, once stored and read back, is read.
+func sameEvent(planned, read worlds.Event) (bool, error) {
+	a, err := json.Marshal(planned)
+	if err != nil {
+		return false, err
+	}
+	var back worlds.Event
+	if err := json.Unmarshal(a, &back); err != nil {
+		return false, err
+	}
+	if a, err = json.Marshal(back); err != nil {
+		return false, err
+	}
+	b, err := json.Marshal(read)
+	return err == nil && bytes.Equal(a, b), err
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -760,4 +762,81 @@ func TestRunWrittenUncompressedContinues(t *testing.T) {
 		t.Fatalf("events: %s\nwant: %s", got, want)
 	}
 	e.checkSteps(t, run, "s1:completed", "s2:completed", "s3:completed", "s4:completed")
+}
+
+// resendingDB plays the SDK's retry of a put whose answer was lost: the first
+// conditional put of the run view commits, between runs (another writer
+// appending), then the same put is sent again and its failed condition is the
+// answer.
+type resendingDB struct {
+	*dynamodb.Client
+	once    sync.Once
+	between func()
+}
+
+func (d *resendingDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := d.Client.PutItem(ctx, in, opts...)
+	if err != nil || in.ConditionExpression == nil || sk(in.Item) != "META" {
+		return out, err
+	}
+	resend := false
+	d.once.Do(func() { resend = true })
+	if !resend {
+		return out, err
+	}
+	d.between()
+	return d.Client.PutItem(ctx, in, opts...)
+}
+
+// TestResentPutAfterAnotherAppendCommitsOnce: a single-put append whose answer
+// was lost and whose second sending fails its condition because other writers
+// appended in between, whether they carried its events on, wrote them out, or
+// appended in a transaction, is reported committed and is in the log once.
+func TestResentPutAfterAnotherAppendCommitsOnce(t *testing.T) {
+	t.Parallel()
+	signal := func(s string) worlds.Event {
+		return worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go", Payload: json.RawMessage(strconv.Quote(s))}
+	}
+	for _, tc := range []struct {
+		name  string
+		input json.RawMessage
+		other [][]worlds.Event
+	}{
+		{"carried", nil, [][]worlds.Event{{signal("other")}}},
+		{"written out", wideInput, [][]worlds.Event{{signal("other")}, {signal("third")}}},
+		{"transaction", nil, [][]worlds.Event{{{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			const run = "resent"
+			db := &resendingDB{Client: e.db, between: func() {
+				for _, evs := range tc.other {
+					mustAppend(t, e.w, run, evs...)
+				}
+			}}
+			mustAppend(t, e.w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A", Input: tc.input}, worlds.Event{Type: worlds.EventRunStarted})
+			w, err := awsworld.New(e.cfg, db, e.sqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := w.Append(context.Background(), run, signal("mine"))
+			if err != nil || len(out) != 1 || out[0].Seq != 3 {
+				t.Fatalf("append = %+v, %v; want it committed at seq 3", out, err)
+			}
+			var got []string
+			for _, ev := range eventPages(t, e.w, run, 1000) {
+				got = append(got, fmt.Sprintf("%d:%s%s", ev.Seq, ev.Type, ev.Payload))
+			}
+			want := []string{"1:run_created", "2:run_started", `3:signal_received"mine"`}
+			for i, evs := range tc.other {
+				for _, ev := range evs {
+					want = append(want, fmt.Sprintf("%d:%s%s", 4+i, ev.Type, ev.Payload))
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("log %v\nwant %v", got, want)
+			}
+		})
+	}
 }

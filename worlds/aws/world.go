@@ -417,7 +417,11 @@ func (w *World) commit(ctx context.Context, st runState, effects []worlds.Effect
 		return nil, false, err
 	}
 	if fast {
-		if retry, err := w.putView(ctx, st, view); err != nil || retry {
+		events := make([]worlds.Event, len(effects))
+		for i := range effects {
+			events[i] = effects[i].Event
+		}
+		if retry, err := w.putView(ctx, st, view, events); err != nil || retry {
 			return nil, retry, err
 		}
 		return &next, false, nil
