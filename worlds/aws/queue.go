@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -227,14 +228,35 @@ func (w *World) writeRecord(ctx context.Context, item map[string]types.Attribute
 		// <due, fixed width>#<id>, so it orders by due time.
 		ConditionExpression: aws.String("attribute_not_exists(#pk) OR attribute_exists(#c) OR attribute_exists(#l) OR attribute_exists(#u) OR " +
 			"attribute_not_exists(#o) OR #d <> :d OR #q <> :q OR #o " + dueCmp),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return true, nil
+		// The SDK sends a write again when its answer is lost, and the second
+		// sending finds the record the first one wrote. That record's message
+		// is not on its way: this call has still to send it.
+		return !isRecordAsWritten(ccf.Item, item), nil
 	}
 	return false, err
+}
+
+// isRecordAsWritten reports whether the stored record is item as writeRecord
+// wrote it: every field the same (the publish time to the millisecond among
+// them) and none of those it removes, its count of executions aside.
+func isRecordAsWritten(stored, item map[string]types.AttributeValue) bool {
+	for k, v := range stored {
+		if k != attrAttempts && !reflect.DeepEqual(v, item[k]) {
+			return false
+		}
+	}
+	for k := range item {
+		if _, ok := stored[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // unsentError reports a delivery whose record is written but whose message or
@@ -276,6 +298,11 @@ func (w *World) claimRecord(ctx context.Context, id string, wall time.Time) (*re
 		}
 		if len(old) == 0 {
 			return nil, nil
+		}
+		if getS(old, attrClaim) == token {
+			// The claim committed and the SDK sent it again after losing the
+			// answer: the record as stored is this execution's.
+			return decodeRecord(id, old)
 		}
 		return nil, &leaseHeldError{id: id, until: time.UnixMilli(getN(old, attrLease))}
 	}

@@ -147,12 +147,19 @@ func (w *World) resend(ctx context.Context, rec *record, now time.Time) (bool, e
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":d": s(rec.due), ":p": n(rec.published), ":now": n(now.UnixMilli()), ":nowms": n(now.UnixMilli()),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return false, nil
-	}
-	if err != nil {
+		// Sent again by the SDK after a lost answer, the update finds the
+		// record it re-stamped itself: the message is still this sweep's to
+		// send. Changed or claimed since, it is not.
+		old := ccf.Item
+		if getS(old, attrDue) != rec.due || getN(old, attrPublished) != now.UnixMilli() ||
+			(getS(old, attrClaim) != "" && getN(old, attrLease) >= now.UnixMilli()) {
+			return false, nil
+		}
+	} else if err != nil {
 		return false, fmt.Errorf("awsworld: sweep queue record %s: %w", rec.ID, err)
 	}
 	return true, w.publish(ctx, rec.ID, w.recordQueue(rec), rec.Input.RunID, rec.DueAt)
