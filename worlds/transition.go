@@ -214,6 +214,17 @@ func stamp(ev Event, run Run, now time.Time) Effect {
 	return Effect{Event: ev, Run: run}
 }
 
+// StepAfter returns the step as ev, one of its events as stored (stamped by
+// [Plan] with its seq and creation time), left it: cur is the step before ev, nil
+// before its step_created. A World that keeps some steps only as their events
+// rebuilds them with it, the same as [Plan] recorded them.
+func StepAfter(cur *Step, ev Event) (*Step, error) {
+	if !NeedsFor(ev.Type).Step {
+		return nil, &ArgumentError{Field: "ev.Type", Value: ev.Type, Reason: "not a step event"}
+	}
+	return stepTransition(cur, &ev, ev.CreatedAt)
+}
+
 func stepTransition(cur *Step, ev *Event, now time.Time) (*Step, error) {
 	if ev.Type == EventStepCreated {
 		if cur != nil {

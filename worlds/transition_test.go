@@ -3,6 +3,7 @@ package worlds
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -295,5 +296,46 @@ func TestKindOf(t *testing.T) {
 		if got := KindOf(tc.err); got != tc.want {
 			t.Errorf("KindOf(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// StepAfter, folding a step's stored events, rebuilds the step Plan recorded
+// after each of them, through every kind of step event and across appends.
+func TestStepAfterRebuildsPlannedSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	load := memLoader{steps: map[string]*Step{}}
+	run := &Run{RunID: "r1", WorkflowName: "wf", Status: RunRunning, EventCount: 2}
+	appends := [][]Event{
+		{{Type: EventStepCreated, CorrelationID: "s1", StepName: "charge", Input: []byte(`{"n": 1}`)},
+			{Type: EventStepStarted, CorrelationID: "s1", Attempt: 1, HeartbeatTimeout: time.Minute}},
+		{{Type: EventStepHeartbeat, CorrelationID: "s1", Attempt: 1, Payload: []byte(`"half"`)}},
+		{{Type: EventStepRetrying, CorrelationID: "s1", Attempt: 1, Error: &ErrorInfo{Message: "boom"}, RetryAt: ptr(t0.Add(time.Hour).In(time.FixedZone("x", 3600)))}},
+		{{Type: EventStepStarted, CorrelationID: "s1", Attempt: 2}, {Type: EventStepCompleted, CorrelationID: "s1", Output: []byte(`{"ok":true}`)},
+			{Type: EventStepCreated, CorrelationID: "s2", StepName: "ship"}, {Type: EventStepFailed, CorrelationID: "s2", Error: &ErrorInfo{Message: "no", Fatal: true}}},
+	}
+	var cur = map[string]*Step{}
+	for i, evs := range appends {
+		now := t0.Add(time.Duration(i+1) * 2 * time.Hour)
+		effects, err := Plan(ctx, "r1", run, evs, now, load)
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		for _, eff := range effects {
+			step, err := StepAfter(cur[eff.Event.CorrelationID], eff.Event)
+			if err != nil {
+				t.Fatalf("StepAfter(%s): %v", eff.Event.Type, err)
+			}
+			if !reflect.DeepEqual(step, eff.Step) {
+				t.Fatalf("after %s:\n got %+v\nwant %+v", eff.Event.Type, step, eff.Step)
+			}
+			cur[step.StepID] = step
+			load.steps[step.StepID] = eff.Step
+		}
+		last := effects[len(effects)-1].Run
+		run = &last
+	}
+	if _, err := StepAfter(nil, Event{Type: EventSignalReceived}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("StepAfter of a signal: %v, want ErrInvalidArgument", err)
 	}
 }

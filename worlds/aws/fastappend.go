@@ -26,10 +26,12 @@ import (
 // tail) and every step it changed. A single-item write is billed one unit per
 // KB where a transaction bills two for each of its items, so a step's usual
 // append (its predecessor's outcome, its creation and start) costs 1 unit for
-// the run view (under 1 KB compressed) and, at the next append, 1 unit for the
-// finished step as its item; its events are carried on in the run view by the
-// next appends while it stays small (see carries), then written out as one pack
-// of 1 unit for several appends: under 3 units where a transaction costs 6.
+// the run view (under 1 KB compressed). Its events are carried on in the run
+// view by the next appends while it stays small (see carries), and the steps
+// created among them are rebuilt from them, not stored twice; once the tail
+// leaves the run view it is written out as one pack of 1 unit for several
+// appends, and each of its finished steps as its item, 1 unit: under 2 units a
+// step where a transaction costs 6.
 //
 // The finished steps, and the tail unless the next append carries it, are
 // written out by the writer's next append to the run, beside its reads (unless
@@ -85,10 +87,11 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		return nil, 0, runState{}
 	}
 	// Finished steps and completed waits the run view held are written out by
-	// flushHeld; the rest stay.
+	// flushHeld, except the steps rebuilt from a tail this append carries on;
+	// the rest stay.
 	next := held{open: make(map[string]openStep, len(st.open)+1), waits: map[string]worlds.Wait{}}
 	for id, o := range st.open {
-		if !o.Step.Status.Terminal() {
+		if !o.Step.Status.Terminal() || (st.carry && inTail(o.Seq, st.tail)) {
 			next.open[id] = o
 		}
 	}
@@ -137,8 +140,9 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	}
 	units := writeUnits(itemSize(pack))
 	steps := make([]openStep, 0, len(next.open))
+	unfinished := 0 // rebuilt from the tail, so not listed, but held all the same
 	for _, o := range next.open {
-		steps = append(steps, o)
+		derived := inTail(o.Seq, next.tail)
 		if o.Step.Status.Terminal() {
 			// The run view holds it compressed; its item, written out later, must
 			// fit uncompressed. The transaction reports the one that does not.
@@ -146,7 +150,14 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 			if size > maxItemBytes {
 				return nil, 0, runState{}
 			}
-			units += writeUnits(size)
+			if !derived { // else written out with the tail, in its pack's stead
+				units += writeUnits(size)
+			}
+		} else if derived {
+			unfinished++
+		}
+		if !derived {
+			steps = append(steps, o)
 		}
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].Seq < steps[j].Seq })
@@ -162,7 +173,7 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		}
 		encodedWaits = append(encodedWaits, encodeData(&wt).(*types.AttributeValueMemberS).Value)
 	}
-	if len(encodedSteps)+len(encodedWaits) > heldMax {
+	if len(encodedSteps)+unfinished+len(encodedWaits) > heldMax {
 		return nil, 0, runState{}
 	}
 	meta := w.runItem(&last, st.hookIDs)
@@ -299,9 +310,10 @@ func (p *pendingOut) take(runID string) (runState, bool) {
 }
 
 // flushHeld writes out what the run view of st holds for good: its tail as an
-// event pack (unless withTail is false: the append carries it) and its finished
-// steps and completed waits as their items, skipping the ones this World has
-// written out already.
+// event pack and its finished steps and completed waits as their items,
+// skipping the ones this World has written out already. With withTail false
+// the append carries the tail on, and the finished steps rebuilt from it stay
+// with it.
 func (w *World) flushHeld(ctx context.Context, st runState, withTail bool) error {
 	var items []map[string]types.AttributeValue
 	if withTail {
@@ -314,7 +326,8 @@ func (w *World) flushHeld(ctx context.Context, st runState, withTail bool) error
 		}
 	}
 	for _, o := range st.open {
-		if o.Step.Status.Terminal() {
+		// A step rebuilt from a tail that stays is written out with the tail.
+		if o.Step.Status.Terminal() && (withTail || !inTail(o.Seq, st.tail)) {
 			items = append(items, stepItem(o))
 		}
 	}

@@ -631,7 +631,7 @@ func TestTailsAreCarried(t *testing.T) {
 		}
 		e.checkSteps(t, run, strings.Fields(stepsUpTo(n))...)
 	}
-	var txns, puts, packs int
+	var txns, puts, packs, stepItems int
 	for _, wr := range log.take() {
 		switch {
 		case wr == "txn":
@@ -640,7 +640,9 @@ func TestTailsAreCarried(t *testing.T) {
 			puts++
 		default:
 			for _, key := range strings.Split(strings.TrimPrefix(wr, "out "), ",") {
-				if !strings.HasPrefix(key, "STEP#") {
+				if strings.HasPrefix(key, "STEP#") {
+					stepItems++
+				} else {
 					packs++
 				}
 			}
@@ -659,6 +661,23 @@ func TestTailsAreCarried(t *testing.T) {
 	if got, want := fmt.Sprint(written[len(written)-1]), fmt.Sprintf("-%d", held[0]-1); !strings.HasSuffix(got, want) {
 		t.Fatalf("packs %v, and the run view holds %v", written, held)
 	}
+	// A finished step is rebuilt from the tail while the tail holds its
+	// creation (seq 3n for sn), and written to its item, once, when the tail is
+	// written out.
+	items := 0
+	for n := 1; n <= 30; n++ {
+		item := e.rawItem(t, "RUN#"+run, fmt.Sprintf("STEP#s%d", n))
+		if want := n < 30 && int64(3*n) < held[0]; (item != nil) != want {
+			t.Fatalf("s%d (created at %d, run view holds events from %d) has an item: %v, want %v", n, 3*n, held[0], item != nil, want)
+		}
+		if item != nil {
+			items++
+		}
+	}
+	if stepItems != items || items == 29 {
+		t.Fatalf("%d step items written, %d stored, of 29 finished steps", stepItems, items)
+	}
+	t.Logf("%d of 29 finished steps written to their items", items)
 }
 
 // stepsUpTo is the checkSteps listing of steps s1..sn, the last one running.

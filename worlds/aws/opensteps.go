@@ -20,7 +20,10 @@ import (
 //     others, and every step it finishes, to their STEP# items.
 //   - The tail: the events of the last append, when that append was written as
 //     one conditional PutItem of the run view instead of a transaction (see
-//     fastView). Such an append also leaves the steps it finished in the run view.
+//     fastView), and of the appends before it whose tails it carried on. Such an
+//     append also leaves the steps it finished in the run view. Steps created
+//     within the tail are not listed with the others: the tail holds all their
+//     events, and decoding rebuilds them (deriveTailSteps), finished or not.
 //   - Waits (durable timers) created or completed by such appends, until they
 //     are completed and written out to their WAIT# items, or a transaction
 //     moves them there.
@@ -129,8 +132,50 @@ func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, err
 			return fail(err)
 		}
 	}
+	if err := deriveTailSteps(h); err != nil {
+		return fail(err)
+	}
 	h.carry = carries(item, &run, h.tail)
 	return &run, h, nil
+}
+
+// deriveTailSteps adds to h.open the steps created within its tail, which the
+// run view does not list: the tail holds every event of theirs, and
+// worlds.StepAfter rebuilds them as the appends recorded them. A step listed
+// anyway (as fastView once wrote them) stays as listed.
+func deriveTailSteps(h held) error {
+	var derived map[string]bool
+	for _, ev := range h.tail {
+		if !worlds.NeedsFor(ev.Type).Step {
+			continue
+		}
+		o, ok := h.open[ev.CorrelationID]
+		var cur *worlds.Step
+		switch {
+		case ev.Type == worlds.EventStepCreated && !ok:
+			if derived == nil {
+				derived = map[string]bool{}
+			}
+			derived[ev.CorrelationID] = true
+			o = openStep{Seq: ev.Seq}
+		case derived[ev.CorrelationID]:
+			cur = &o.Step
+		default:
+			continue
+		}
+		step, err := worlds.StepAfter(cur, ev)
+		if err != nil {
+			return fmt.Errorf("rebuild step %s from event %d: %w", ev.CorrelationID, ev.Seq, err)
+		}
+		o.Step = *step
+		h.open[ev.CorrelationID] = o
+	}
+	return nil
+}
+
+// inTail reports whether a step created at seq is rebuilt from tail.
+func inTail(seq int64, tail []worlds.Event) bool {
+	return len(tail) > 0 && seq >= tail[0].Seq
 }
 
 // setHeld stores steps, waits and events (each already JSON) in meta's data
