@@ -164,14 +164,8 @@ func TestSweepFindsLegacyQueueRecordsOnceIndexed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	crashed, err := awsworld.New(e.cfg, e.db, crashingSQS{e.sqs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mustAppend(t, e.w, "legacy", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
-	if _, err := crashed.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "legacy"}, worlds.QueueOptions{ID: "start-legacy"}); err == nil {
-		t.Fatal("the crashed Queue call succeeded")
-	}
+	queueUnsent(t, e, "legacy")
 	putLegacy(t, e, queueRecord(t, e, "start-legacy"), "", "")
 	e.clock.Advance(awsworld.DefaultLease + 5*time.Second)
 	if res, err := e.w.Sweep(ctx, awsworld.SweepOptions{}); err != nil || res.Overdue != 0 {

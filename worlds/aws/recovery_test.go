@@ -26,6 +26,20 @@ func (crashingSQS) SendMessage(context.Context, *sqs.SendMessageInput, ...func(*
 	return nil, errors.New("killed before the send")
 }
 
+// queueUnsent queues the first delivery of runID, start-<runID>, through a
+// World whose process dies before the message is sent: the record is written,
+// no message points to it.
+func queueUnsent(t *testing.T, e *env, runID string) {
+	t.Helper()
+	crashed, err := awsworld.New(e.cfg, e.db, crashingSQS{e.sqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crashed.Queue(context.Background(), worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: runID}, worlds.QueueOptions{ID: "start-" + runID}); err == nil {
+		t.Fatal("the crashed Queue call succeeded")
+	}
+}
+
 func queueRecord(t *testing.T, e *env, id string) map[string]ddbAttr {
 	t.Helper()
 	return e.rawItem(t, "QUEUE#"+id, "META")
@@ -38,14 +52,8 @@ func TestSweepRecoversACrashBetweenRecordAndSend(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	crashed, err := awsworld.New(e.cfg, e.db, crashingSQS{e.sqs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mustAppend(t, e.w, "orphan", worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A"})
-	if _, err := crashed.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "orphan"}, worlds.QueueOptions{ID: "start-orphan"}); err == nil {
-		t.Fatal("the crashed Queue call succeeded")
-	}
+	queueUnsent(t, e, "orphan")
 	if queueRecord(t, e, "start-orphan") == nil {
 		t.Fatal("no queue record before the crash")
 	}

@@ -105,13 +105,7 @@ func TestSweepRestampSentAgainSends(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	crashed, err := awsworld.New(e.cfg, e.db, crashingSQS{e.sqs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := crashed.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "flows.A", RunID: "r1"}, worlds.QueueOptions{ID: "start-r1"}); err == nil {
-		t.Fatal("the crashed Queue call succeeded")
-	}
+	queueUnsent(t, e, "r1")
 	e.clock.Advance(awsworld.DefaultLease + 5*time.Second)
 	db := &resentUpdateDB{Client: e.db, match: "SET #p = :now"}
 	w, err := awsworld.New(e.cfg, db, e.sqs)
