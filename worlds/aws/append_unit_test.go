@@ -240,7 +240,7 @@ func otherView() map[string]types.AttributeValue {
 	run := &worlds.Run{RunID: "r", WorkflowName: "wf", Status: worlds.RunRunning, EventCount: 3, CreatedAt: time.Unix(0, 0)}
 	item := (&World{shards: DefaultListShards}).runItem(run, nil)
 	ev := worlds.Event{RunID: "r", Seq: 3, Type: worlds.EventSignalReceived, CorrelationID: "go", CreatedAt: time.Unix(1, 0)}
-	item[attrData] = compressData(heldJSON(getS(item, attrData), nil, nil, []string{encodeData(ev).(*types.AttributeValueMemberS).Value}))
+	item[attrData] = compressData(heldJSON(getS(item, attrData), nil, nil, []string{encodeData(ev).(*types.AttributeValueMemberS).Value}, false))
 	return item
 }
 

@@ -90,9 +90,12 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 	// flushHeld, except the steps rebuilt from a tail this append carries on;
 	// the rest stay.
 	next := held{open: make(map[string]openStep, len(st.open)+1), waits: map[string]worlds.Wait{}}
+	next.complete = st.run == nil || st.complete
 	for id, o := range st.open {
 		if !o.Step.Status.Terminal() || (st.carry && inTail(o.Seq, st.tail)) {
 			next.open[id] = o
+		} else {
+			next.complete = false
 		}
 	}
 	for id, wt := range st.waits {
@@ -177,7 +180,7 @@ func (w *World) fastView(st runState, effects []worlds.Effect) (map[string]types
 		return nil, 0, runState{}
 	}
 	meta := w.runItem(&last, st.hookIDs)
-	data := heldJSON(getS(meta, attrData), encodedSteps, encodedWaits, events)
+	data := heldJSON(getS(meta, attrData), encodedSteps, encodedWaits, events, next.complete)
 	if len(data) > fastViewDataMax {
 		return nil, 0, runState{}
 	}

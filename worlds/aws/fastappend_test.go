@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -856,6 +857,87 @@ func TestResentPutAfterAnotherAppendCommitsOnce(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("log %v\nwant %v", got, want)
 			}
+		})
+	}
+}
+
+// stepReads counts the STEP# items an append's reads ask DynamoDB for.
+type stepReads struct {
+	*dynamodb.Client
+	n atomic.Int64
+}
+
+func (d *stepReads) count(keys []map[string]ddbAttr) {
+	for _, k := range keys {
+		if strings.HasPrefix(sk(k), "STEP#") {
+			d.n.Add(1)
+		}
+	}
+}
+
+func (d *stepReads) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	for _, ka := range in.RequestItems {
+		d.count(ka.Keys)
+	}
+	return d.Client.BatchGetItem(ctx, in, opts...)
+}
+
+func (d *stepReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	d.count([]map[string]ddbAttr{in.Key})
+	return d.Client.GetItem(ctx, in, opts...)
+}
+
+// TestCompleteRunViewSkipsStepReads: while no run view of a run has left a
+// step out, the run view holds every step there is, so creating a step reads
+// no item; a second creation of a step is refused all the same: while the run
+// view is complete, once a run view has left a finished step out (its tail
+// not carried), and after a transaction moved the steps to their items.
+func TestCompleteRunViewSkipsStepReads(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		input json.RawMessage
+	}{{"carried", nil}, {"written out", wideInput}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			db := &stepReads{Client: e.db}
+			w, err := awsworld.New(e.cfg, db, e.sqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const run = "complete"
+			mustAppend(t, w, run, worlds.Event{Type: worlds.EventRunCreated, WorkflowName: "flows.A", Input: tc.input}, worlds.Event{Type: worlds.EventRunStarted})
+			mustAppend(t, w, run, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: "s1", StepName: "inc"}, worlds.Event{Type: worlds.EventStepStarted, CorrelationID: "s1", Attempt: 1})
+			db.n.Store(0)
+			for n := 2; n <= 5; n++ {
+				mustAppend(t, w, run, stepEvents(n)...)
+			}
+			if got := db.n.Load(); (got == 0) != (tc.input == nil) {
+				t.Fatalf("4 step appends read %d step items", got)
+			}
+			again := func(id string) {
+				t.Helper()
+				_, err := w.Append(context.Background(), run, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: id, StepName: "inc"})
+				if !errors.Is(err, worlds.ErrStepExists) {
+					t.Fatalf("creating %s again: %v, want ErrStepExists", id, err)
+				}
+			}
+			again("s1")
+			again("s5")
+			// A transaction moves the run view's steps out; from then on step
+			// items are read, and existing steps are found there.
+			mustAppend(t, w, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})
+			if e.rawItem(t, "RUN#"+run, "STEP#s2") == nil {
+				t.Fatal("s2 has no item after the transaction")
+			}
+			again("s2")
+			db.n.Store(0)
+			mustAppend(t, w, run, stepEvents(6)...)
+			if db.n.Load() == 0 {
+				t.Fatal("a step created after a transaction read no step item")
+			}
+			e.checkSteps(t, run, strings.Fields(stepsUpTo(6))...)
 		})
 	}
 }

@@ -36,8 +36,8 @@ import (
 // neither, having read the item before the run view, reads the item again.
 //
 // A run view that holds anything stores its data as the JSON array
-// [run, {"steps": [...], "waits": [...], "events": [...]}] instead of the run's
-// object, compressed as binary data (see compressData). Versions that predate
+// [run, {"steps": [...], "waits": [...], "events": [...], "complete": true}]
+// instead of the run's object, compressed as binary data (see compressData). Versions that predate
 // the compression find no string data and fail to decode it, as the ones before
 // them failed on the array, so they cannot append to the run and rewrite the
 // view without what it holds.
@@ -50,9 +50,10 @@ type openStep struct {
 
 // heldData is the second element of a run view's data array.
 type heldData struct {
-	Steps  []openStep        `json:"steps,omitempty"`
-	Waits  []worlds.Wait     `json:"waits,omitempty"`
-	Events []json.RawMessage `json:"events,omitempty"`
+	Steps    []openStep        `json:"steps,omitempty"`
+	Waits    []worlds.Wait     `json:"waits,omitempty"`
+	Events   []json.RawMessage `json:"events,omitempty"`
+	Complete bool              `json:"complete,omitempty"`
 }
 
 // held is what a run view holds beside the run: steps and waits by ID, and
@@ -65,6 +66,12 @@ type held struct {
 	// the tail there, beside its own events, instead of writing it out; see
 	// carries.
 	carry bool
+	// complete is set when the run view holds every step of its run that has
+	// an item: no run view of the run, this one or one before, left a step
+	// out. A step the run view does not hold then does not exist, and its
+	// item need not be read. Only the single-put appends keep it (fastView);
+	// a run view without it says nothing.
+	complete bool
 }
 
 // carryMax is the largest run view item (compressed, with its keys) whose tail
@@ -117,7 +124,7 @@ func decodeRunData(item map[string]types.AttributeValue) (*worlds.Run, held, err
 	if err != nil {
 		return fail(err)
 	}
-	h := held{open: make(map[string]openStep, len(data2.Steps)), tail: make([]worlds.Event, len(data2.Events))}
+	h := held{open: make(map[string]openStep, len(data2.Steps)), tail: make([]worlds.Event, len(data2.Events)), complete: data2.Complete}
 	for _, o := range data2.Steps {
 		h.open[o.Step.StepID] = o
 	}
@@ -173,6 +180,17 @@ func deriveTailSteps(h held) error {
 	return nil
 }
 
+// knows reports whether h, a run view's holdings (nil for none known), tells
+// whether stepID exists without a read of its item: h holds the step, or
+// every step that has an item.
+func (h *held) knows(stepID string) bool {
+	if h == nil {
+		return false
+	}
+	_, ok := h.open[stepID]
+	return ok || h.complete
+}
+
 // inTail reports whether a step created at seq is rebuilt from tail.
 func inTail(seq int64, tail []worlds.Event) bool {
 	return len(tail) > 0 && seq >= tail[0].Seq
@@ -182,14 +200,14 @@ func inTail(seq int64, tail []worlds.Event) bool {
 // beside the run, compressed.
 func setHeld(meta map[string]types.AttributeValue, steps, waits, events []string) {
 	if len(steps)+len(waits)+len(events) > 0 {
-		meta[attrData] = compressData(heldJSON(getS(meta, attrData), steps, waits, events))
+		meta[attrData] = compressData(heldJSON(getS(meta, attrData), steps, waits, events, false))
 	}
 }
 
 // heldJSON is the data of a run view that holds steps, waits or events: the
-// array [run, {"steps": [...], "waits": [...], "events": [...]}], without the
-// fields that hold nothing.
-func heldJSON(run string, steps, waits, events []string) string {
+// array [run, {"steps": [...], "waits": [...], "events": [...], "complete": true}],
+// without the fields that hold nothing.
+func heldJSON(run string, steps, waits, events []string, complete bool) string {
 	var fields []string
 	for _, f := range []struct {
 		name  string
@@ -198,6 +216,9 @@ func heldJSON(run string, steps, waits, events []string) string {
 		if len(f.items) > 0 {
 			fields = append(fields, `"`+f.name+`":[`+strings.Join(f.items, ",")+"]")
 		}
+	}
+	if complete {
+		fields = append(fields, `"complete":true`)
 	}
 	return "[" + run + ",{" + strings.Join(fields, ",") + "}]"
 }

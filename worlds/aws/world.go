@@ -180,6 +180,8 @@ type loader struct {
 	hookIDs []string
 	open    map[string]openStep
 	waits   map[string]worlds.Wait
+	// complete is set when the run view holds every step that has an item.
+	complete bool
 	// fetched holds the prefetched items by key; a key present with a nil item was
 	// read and does not exist.
 	fetched map[string]map[string]types.AttributeValue
@@ -187,7 +189,11 @@ type loader struct {
 
 // prefetch reads the run view and every item the events' validation needs in one
 // consistent BatchGetItem (more for over 100 keys).
-func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Event) (runState, *loader, error) {
+//
+// With hint, the run view the caller expects to read, the item of a step being
+// created is left out when hint holds every step that has an item and not
+// this one: the loader reads it after all if the run view read says otherwise.
+func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Event, hint *held) (runState, *loader, error) {
 	seen := map[string]bool{}
 	var keys []map[string]types.AttributeValue
 	add := func(pk, sk string) {
@@ -205,7 +211,9 @@ func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Even
 		// A step an event other than its creation names is most likely held in
 		// the run view: its item is read only if the run view does not hold it.
 		if need.Step && ev.Type == worlds.EventStepCreated {
-			add(runPK(runID), stepSK(ev.CorrelationID))
+			if !hint.knows(ev.CorrelationID) {
+				add(runPK(runID), stepSK(ev.CorrelationID))
+			}
 		}
 		if need.Hook {
 			add(hookPK(ev.CorrelationID), metaSK)
@@ -229,7 +237,7 @@ func (w *World) prefetch(ctx context.Context, runID string, events []worlds.Even
 		l.fetched[itemKey(getS(item, attrPK), getS(item, attrSK))] = item
 	}
 	st, err := decodeRun(l.fetched[itemKey(runPK(runID), metaSK)])
-	l.hookIDs, l.open, l.waits = st.hookIDs, st.open, st.waits
+	l.hookIDs, l.open, l.waits, l.complete = st.hookIDs, st.open, st.waits, st.complete
 	return st, l, err
 }
 
@@ -255,6 +263,9 @@ func loadEntity[T any](ctx context.Context, l *loader, pk, sk string) (*T, error
 func (l *loader) Step(ctx context.Context, runID, stepID string) (*worlds.Step, error) {
 	if o, ok := l.open[stepID]; ok {
 		return &o.Step, nil
+	}
+	if l.complete {
+		return nil, nil
 	}
 	return loadEntity[worlds.Step](ctx, l, runPK(runID), stepSK(stepID))
 }
@@ -328,7 +339,8 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 	// What this World's last append to the run left in the run view is written
 	// out beside the first reads; flushHeld then skips it.
 	var wrote chan struct{}
-	if p, ok := w.pending.take(runID); ok {
+	p, last := w.pending.take(runID)
+	if last {
 		wrote = make(chan struct{})
 		go func() {
 			defer close(wrote)
@@ -338,7 +350,13 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 		}()
 	}
 	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
-		st, load, err := w.prefetch(ctx, runID, events)
+		// This World's last run view of the run, if it is still current, says
+		// which step items can exist; the prefetch reads the others.
+		var hint *held
+		if last && attempt == 0 {
+			hint = &p.held
+		}
+		st, load, err := w.prefetch(ctx, runID, events, hint)
 		if wrote != nil {
 			<-wrote
 			wrote = nil
