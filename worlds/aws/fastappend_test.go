@@ -349,6 +349,12 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 	ctx := context.Background()
 	for seed := uint64(1); seed <= 3; seed++ {
 		w, log := e.loggedWorld(t)
+		// A second World on the same log makes some appends, so the first's
+		// knowledge of the run view it last wrote goes stale.
+		other, err := awsworld.New(e.cfg, log, e.sqs)
+		if err != nil {
+			t.Fatal(err)
+		}
 		rng := rand.New(rand.NewPCG(seed, 0))
 		run := fmt.Sprintf("model%d", seed)
 		var types []string // the log the successful appends made
@@ -356,7 +362,7 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 		waits := map[string]worlds.WaitStatus{}
 		attempts := map[string]int{}
 		var order []string
-		crashes, carried := 0, 0
+		crashes, carried, duplicates := 0, 0, 0
 		apply := func(evs ...worlds.Event) {
 			t.Helper()
 			crash := rng.IntN(5) == 0
@@ -365,7 +371,11 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 				log.setBefore("put META", func() error { return cut })
 				log.setBefore("txn", func() error { return cut })
 			}
-			_, err := w.Append(ctx, run, evs...)
+			writer := w
+			if rng.IntN(4) == 0 {
+				writer = other
+			}
+			_, err := writer.Append(ctx, run, evs...)
 			if crash && err != nil {
 				crashes++
 			}
@@ -478,19 +488,28 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 				apply(worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: fmt.Sprintf("w%d", i), ResumeAt: &resume})
 			case op == 7 && len(waiting) > 0:
 				apply(worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: waiting[0]})
+
 			default:
 				apply(worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go", Payload: json.RawMessage(fmt.Sprint(i))})
 			}
 			check()
+			if i%4 == 3 && len(order) > 0 {
+				// A step created again, wherever it is held, is refused.
+				dup := order[rng.IntN(len(order))]
+				if _, err := w.Append(ctx, run, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: dup, StepName: "a"}); !errors.Is(err, worlds.ErrStepExists) {
+					t.Fatalf("seed %d: %s created again: %v, want ErrStepExists", seed, dup, err)
+				}
+				duplicates++
+			}
 		}
 		kinds := map[string]int{}
 		for _, w := range log.take() {
 			kinds[strings.Fields(w)[0]]++
 		}
-		if kinds["txn"] == 0 || kinds["put"] == 0 || kinds["out"] == 0 || crashes == 0 || carried == 0 {
-			t.Fatalf("seed %d: %v writes, %d appends cut short, %d carried a tail: not every path was taken", seed, kinds, crashes, carried)
+		if kinds["txn"] == 0 || kinds["put"] == 0 || kinds["out"] == 0 || crashes == 0 || carried == 0 || duplicates == 0 {
+			t.Fatalf("seed %d: %v writes, %d appends cut short, %d carried a tail, %d steps created again: not every path was taken", seed, kinds, crashes, carried, duplicates)
 		}
-		t.Logf("seed %d: %v writes, %d appends cut short, %d carried a tail", seed, kinds, crashes, carried)
+		t.Logf("seed %d: %v writes, %d appends cut short, %d carried a tail, %d steps created again", seed, kinds, crashes, carried, duplicates)
 	}
 }
 
@@ -913,9 +932,6 @@ func TestCompleteRunViewSkipsStepReads(t *testing.T) {
 			for n := 2; n <= 5; n++ {
 				mustAppend(t, w, run, stepEvents(n)...)
 			}
-			if got := db.n.Load(); (got == 0) != (tc.input == nil) {
-				t.Fatalf("4 step appends read %d step items", got)
-			}
 			again := func(id string) {
 				t.Helper()
 				_, err := w.Append(context.Background(), run, worlds.Event{Type: worlds.EventStepCreated, CorrelationID: id, StepName: "inc"})
@@ -925,6 +941,9 @@ func TestCompleteRunViewSkipsStepReads(t *testing.T) {
 			}
 			again("s1")
 			again("s5")
+			if got := db.n.Load(); (got == 0) != (tc.input == nil) {
+				t.Fatalf("4 step appends and 2 refused ones read %d step items", got)
+			}
 			// A transaction moves the run view's steps out; from then on step
 			// items are read, and existing steps are found there.
 			mustAppend(t, w, run, worlds.Event{Type: worlds.EventAttributesSet, Attributes: map[string]string{"k": "v"}})

@@ -385,6 +385,11 @@ func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event
 				}
 				w.dropPending(ctx, runID)
 			}
+			if st.run != nil && !st.run.Status.Terminal() {
+				// A refused append changes nothing: the run view it read is what
+				// this World knows of the run for its next append.
+				w.pending.put(runID, st)
+			}
 			return nil, err
 		}
 		after, retry, err := w.commit(ctx, st, effects)
