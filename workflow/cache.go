@@ -331,12 +331,27 @@ func (c *runCache) lookup(ctx context.Context, obs Observer, info Info, r CacheR
 }
 
 // sameWorld reports whether a and b are the same World; Worlds of a type that
-// cannot be compared never are.
+// cannot be compared never are. A World that wraps or stands in for another
+// (a tracing wrapper, the embedded World's eager start) says so with Unwrap.
 func sameWorld(a, b worlds.World) (same bool) {
 	defer func() {
 		if recover() != nil {
 			same = false
 		}
 	}()
-	return a == b
+	a, b = unwrapWorld(a), unwrapWorld(b)
+	return a != nil && a == b
+}
+
+// unwrapWorld follows Unwrap down to the World that stores the runs.
+func unwrapWorld(w worlds.World) worlds.World {
+	type unwrapper interface{ Unwrap() worlds.World }
+	for range 8 {
+		u, ok := w.(unwrapper)
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	return w
 }

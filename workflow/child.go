@@ -202,7 +202,7 @@ func (e *engine) startChild(ctx context.Context, w worlds.World, spec childSpec)
 		return err
 	}
 	if _, err := w.Queue(ctx, worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: spec.Workflow, RunID: childID},
-		worlds.QueueOptions{ID: "start-" + childID}); err != nil {
+		worlds.QueueOptions{ID: worlds.StartDeliveryID(childID)}); err != nil {
 		return err
 	}
 	if !spec.Detached {

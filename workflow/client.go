@@ -379,6 +379,10 @@ func WithAttributes(attrs map[string]string) StartOption {
 }
 
 // Start creates a run of workflow w with input in and queues its first delivery.
+// On a World that starts runs eagerly ([worlds.EagerStarter]: the embedded
+// World while this process serves the workflow and has a worker free), the
+// first delivery runs at once instead, and Start returns once the run's
+// creation is written together with the delivery's first write.
 func Start[I, O any](ctx context.Context, c *Client, w Workflow[I, O], in I, opts ...StartOption) (*Run[O], error) {
 	if c == nil {
 		return nil, &ConfigError{Field: "client", Value: nil, Reason: "required"}

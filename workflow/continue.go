@@ -207,7 +207,7 @@ func (e *engine) continued(ctx context.Context, run worlds.Run) error {
 	if next == "" || run.Status != worlds.RunCompleted {
 		return nil
 	}
-	return e.queueWorkflow(ctx, run.WorkflowName, next, time.Time{}, "start-"+next)
+	return e.queueWorkflow(ctx, run.WorkflowName, next, time.Time{}, worlds.StartDeliveryID(next))
 }
 
 // abandonContinuation cancels the run created to continue run when run ended

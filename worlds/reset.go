@@ -344,7 +344,7 @@ func copyPrefix(ctx context.Context, w World, old Run, prefix []Event, newID str
 		}
 	}
 	in := QueueInput{Kind: DeliverWorkflow, WorkflowName: old.WorkflowName, RunID: newID}
-	if _, err := w.Queue(ctx, in, QueueOptions{ID: "start-" + newID}); err != nil {
+	if _, err := w.Queue(ctx, in, QueueOptions{ID: StartDeliveryID(newID)}); err != nil {
 		return Run{}, fmt.Errorf("worlds: run %s made by a reset of run %s but not queued (reset again with the same new run ID to retry): %w", newID, old.RunID, err)
 	}
 	return w.GetRun(ctx, newID)

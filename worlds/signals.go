@@ -76,7 +76,7 @@ func SignalWithStart(ctx context.Context, w World, runID, workflowName string, i
 	}
 	created := Event{Type: EventRunCreated, WorkflowName: workflowName, Input: input, Attributes: attrs}
 	in := QueueInput{Kind: DeliverWorkflow, WorkflowName: workflowName, RunID: runID}
-	first := QueueOptions{ID: "start-" + runID}
+	first := QueueOptions{ID: StartDeliveryID(runID)}
 	if aq, ok := w.(AppendQueuer); ok {
 		_, err = aq.AppendAndQueue(ctx, runID, []Event{created, ev}, in, first)
 	} else if _, err = w.Append(ctx, runID, created, ev); err == nil {

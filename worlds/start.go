@@ -18,12 +18,27 @@ import (
 // a World turns into one delivery (see [World.Queue]). Any other start of an
 // existing runID fails with a *[StartConflictError], matching [ErrRunExists].
 //
-// On a World that implements [AppendQueuer] the run is created and queued in
-// one write.
+// On a World that implements [EagerStarter] the run's first delivery runs at
+// once in this process where a worker is free, and the run's creation goes
+// with that delivery's first write. Otherwise, on a World that implements
+// [AppendQueuer], the run is created and queued in one write.
 func StartRun(ctx context.Context, w World, runID, workflowName string, input json.RawMessage, attrs map[string]string) (Run, error) {
 	created := Event{Type: EventRunCreated, WorkflowName: workflowName, Input: input, Attributes: attrs}
 	in := QueueInput{Kind: DeliverWorkflow, WorkflowName: workflowName, RunID: runID}
-	opts := QueueOptions{ID: "start-" + runID}
+	if es, ok := w.(EagerStarter); ok && runID != "" && workflowName != "" {
+		started, err := es.StartEager(ctx, in, created)
+		var arg *ArgumentError
+		if errors.As(err, &arg) {
+			return Run{}, err
+		}
+		if err != nil {
+			return Run{}, fmt.Errorf("run %s: the outcome of its start is unknown (start it again with the same run ID and input): %w", runID, err)
+		}
+		if started {
+			return w.GetRun(ctx, runID)
+		}
+	}
+	opts := QueueOptions{ID: StartDeliveryID(runID)}
 	var err error
 	if aq, ok := w.(AppendQueuer); ok {
 		if _, err = aq.AppendAndQueue(ctx, runID, []Event{created}, in, opts); err == nil {
@@ -54,6 +69,10 @@ func StartRun(ctx context.Context, w World, runID, workflowName string, input js
 	}
 	return w.GetRun(ctx, runID)
 }
+
+// StartDeliveryID is the ID a run's first delivery is queued under, so that
+// every way of starting a run queues it once.
+func StartDeliveryID(runID string) string { return "start-" + runID }
 
 // sameJSON reports whether a and b hold the same JSON value; absent and null
 // are the same.

@@ -120,6 +120,29 @@ type AppendQueuer interface {
 	AppendAndQueue(ctx context.Context, runID string, events []Event, in QueueInput, opts QueueOptions) ([]Event, error)
 }
 
+// EagerStarter is an optional capability of a World that runs its own
+// deliveries ([Server]): starting a run by running its first delivery at once,
+// in this process, on a worker its Serve has free. The run's creation then goes
+// out with the first write of that delivery (run_started with the first
+// step's creation and start), one write where [StartRun] otherwise makes two:
+// one to create and queue the run, one when a worker takes the delivery. The
+// delivery is claimed as a worker claims one, so if the process dies while it
+// runs, it runs again once its lease ends, exactly as a claimed delivery does.
+// The embedded World implements it; [StartRun] uses it where it can.
+type EagerStarter interface {
+	// StartEager creates in.RunID with created (a run_created event) and runs
+	// the run's first delivery, in (a DeliverWorkflow of created's workflow,
+	// queued under the ID StartRun uses, [StartDeliveryID]), in this process.
+	// It returns once the run exists, with true; the delivery goes on. It
+	// returns false having written nothing when no Serve of the World runs the
+	// workflow or none has a free worker, or when the delivery ended without
+	// creating the run (the run existed already, for one): the caller then
+	// starts the run as StartRun does without it. An error means the outcome
+	// is unknown, as after a lost answer: start again with the same run ID. A
+	// delivery that cannot be the run's first is an *[ArgumentError].
+	StartEager(ctx context.Context, in QueueInput, created Event) (bool, error)
+}
+
 // Capabilities lists what a World supports beyond the required contract.
 type Capabilities struct {
 	// Retention: finished runs expire after a configured time.

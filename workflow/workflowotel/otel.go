@@ -187,6 +187,11 @@ type tracingWorld struct {
 }
 
 func (w tracingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts worlds.QueueOptions) (string, error) {
+	return w.World.Queue(ctx, w.traced(ctx, in), opts)
+}
+
+// traced returns in with the caller's trace context, unless it has one.
+func (w tracingWorld) traced(ctx context.Context, in worlds.QueueInput) worlds.QueueInput {
 	if len(in.Trace) == 0 {
 		carrier := propagation.MapCarrier{}
 		w.t.prop.Inject(ctx, carrier)
@@ -194,7 +199,7 @@ func (w tracingWorld) Queue(ctx context.Context, in worlds.QueueInput, opts worl
 			in.Trace = map[string]string(carrier)
 		}
 	}
-	return w.World.Queue(ctx, in, opts)
+	return in
 }
 
 // Serve forwards to the wrapped World when it executes its own deliveries, so a
@@ -206,6 +211,23 @@ func (w tracingWorld) Serve(ctx context.Context, r worlds.Runner) error {
 	}
 	return srv.Serve(ctx, r)
 }
+
+// StartEager forwards to the wrapped World when it is a
+// [worlds.EagerStarter], with the caller's trace context in in.Trace as Queue
+// records it, so a traced World still starts runs eagerly and the first
+// delivery's span links to the start; otherwise it declines, and the run is
+// started the usual way.
+func (w tracingWorld) StartEager(ctx context.Context, in worlds.QueueInput, created worlds.Event) (bool, error) {
+	es, ok := w.World.(worlds.EagerStarter)
+	if !ok {
+		return false, nil
+	}
+	return es.StartEager(ctx, w.traced(ctx, in), created)
+}
+
+// Unwrap returns the wrapped World, so the run cache knows an execution that
+// ran on one traced wrapper of a World for the World's.
+func (w tracingWorld) Unwrap() worlds.World { return w.World }
 
 // CancelDelivery forwards to the wrapped World when it is a
 // [worlds.DeliveryCanceller], so a traced World still withdraws a cancelled
