@@ -38,8 +38,21 @@ func serve(t *testing.T, w worlds.World, cfg workflow.Config, runners ...worlds.
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	sw, _ := w.(interface{ Serving() int })
+	before := 0
+	if sw != nil {
+		before = sw.Serving()
+	}
 	go func() { defer close(done); _ = c.Serve(ctx, runners...) }()
 	t.Cleanup(func() { cancel(); <-done })
+	if sw != nil {
+		// Start runs once the World serves, so they start eagerly.
+		for deadline := time.Now().Add(5 * time.Second); sw.Serving() == before; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("Serve never started")
+			}
+		}
+	}
 	return &harness{t: t, c: c, w: w}
 }
 

@@ -14,7 +14,7 @@ import (
 // the events with [worlds.Plan] against state read inside it, and writes the events
 // and every projection they change, guarded by the run's event count.
 func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
-	return w.appendAndQueue(ctx, runID, events, nil)
+	return w.appendAndQueue(ctx, runID, events, nil, nil)
 }
 
 // AppendAndQueue implements [worlds.AppendQueuer]: the events and the delivery
@@ -24,7 +24,7 @@ func (w *World) AppendAndQueue(ctx context.Context, runID string, events []world
 	if err != nil {
 		return nil, err
 	}
-	out, err := w.appendAndQueue(ctx, runID, events, &q)
+	out, err := w.appendAndQueue(ctx, runID, events, &q, nil)
 	if err == nil {
 		w.signal()
 	}
@@ -32,8 +32,9 @@ func (w *World) AppendAndQueue(ctx context.Context, runID string, events []world
 }
 
 // appendAndQueue appends events and, when q is not nil, queues q in the same
-// transaction.
-func (w *World) appendAndQueue(ctx context.Context, runID string, events []worlds.Event, q *queued) ([]worlds.Event, error) {
+// transaction; when start is not nil, it writes an eager start's claimed
+// delivery too, and stamps the events with the start's time.
+func (w *World) appendAndQueue(ctx context.Context, runID string, events []worlds.Event, q *queued, start *eagerStart) ([]worlds.Event, error) {
 	if runID == "" {
 		return nil, &worlds.ArgumentError{Field: "runID", Value: `""`, Reason: "required"}
 	}
@@ -46,6 +47,9 @@ func (w *World) appendAndQueue(ctx context.Context, runID string, events []world
 			return err
 		}
 		now := w.now()
+		if start != nil {
+			now = start.at
+		}
 		effects, err := worlds.Plan(ctx, runID, run, events, now, txLoader{tx})
 		if err != nil {
 			return err
@@ -89,6 +93,11 @@ func (w *World) appendAndQueue(ctx context.Context, runID string, events []world
 				if err := w.queueTx(ctx, tx, "expire-"+runID, worlds.QueueInput{Kind: worlds.DeliverExpire, WorkflowName: final.WorkflowName, RunID: runID}, now.Add(w.cfg.Retention)); err != nil {
 					return err
 				}
+			}
+		}
+		if start != nil {
+			if err := w.claimTx(ctx, tx, start); err != nil {
+				return err
 			}
 		}
 		if q != nil {

@@ -37,6 +37,11 @@ type Config struct {
 	NewID func() string
 	// Workers is how many deliveries [World.Serve] runs at once; zero uses DefaultWorkers.
 	Workers int
+	// NoEagerStart turns eager starts off: [World.StartEager] then declines
+	// every run, and each run's first delivery waits in the queue for a worker
+	// like any other, one write later. By default a run started while this
+	// process serves its workflow and has a worker free runs at once on it.
+	NoEagerStart bool
 	// PollInterval bounds how long idle workers sleep before looking for deliveries
 	// another process queued into the same file; zero uses DefaultPollInterval.
 	PollInterval time.Duration

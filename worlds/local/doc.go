@@ -18,6 +18,15 @@
 // finishing a run queues an expire-<runID> delivery that Serve handles itself,
 // deleting the run, its events, steps, waits, hooks, tokens and streams.
 //
+// A run started ([worlds.StartRun], workflow.Start) while this process serves
+// its workflow and has a worker free starts eagerly ([World.StartEager]): its
+// first delivery runs at once on that worker, and the run's creation is
+// written with what the delivery writes first (run_started and the first
+// step's start) and with the delivery itself, claimed, in one transaction.
+// A 3-step run then makes 4 writes instead of 5. The start returns once that
+// write is made, and the delivery is leased, retried and recovered after a
+// crash like any other; Config.NoEagerStart turns it off.
+//
 // [World.SubscribeStream] sees writes made through the same World; readers in
 // other processes poll ReadStream.
 //

@@ -48,6 +48,9 @@ type World struct {
 
 	subMu sync.Mutex
 	subs  map[streamKey]map[chan struct{}]struct{}
+
+	servingMu sync.Mutex
+	servings  []*serving // the Serve calls running, for StartEager
 }
 
 var (
@@ -56,6 +59,7 @@ var (
 	_ worlds.Server            = (*World)(nil)
 	_ worlds.DeliveryCanceller = (*World)(nil)
 	_ worlds.AppendQueuer      = (*World)(nil)
+	_ worlds.EagerStarter      = (*World)(nil)
 )
 
 // Open opens (creating if needed) the database at cfg.Path and returns its World.

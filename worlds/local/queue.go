@@ -201,6 +201,13 @@ func (w *World) nextDue(ctx context.Context, q querier) (time.Time, error) {
 // was queued again meanwhile, otherwise rescheduled with backoff. A claim that
 // lost its lease to another worker changes nothing.
 func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown bool) error {
+	deleted := false
+	defer func() {
+		if !deleted {
+			// Due again, now or later: the dispatcher may be sleeping past that.
+			w.signal()
+		}
+	}()
 	return w.write(ctx, func(tx *wtx) error {
 		now := w.now()
 		if runErr == nil {
@@ -209,6 +216,7 @@ func (w *World) finish(ctx context.Context, d *claimed, runErr error, shutdown b
 				return err
 			}
 			if n, _ := res.RowsAffected(); n == 1 {
+				deleted = true
 				return nil
 			}
 			_, err = tx.ExecContext(ctx, `UPDATE deliveries SET lease_until = 0, claim = '', attempt = 0 WHERE id = ? AND claim = ?`, d.ID, d.claim)
@@ -258,6 +266,9 @@ func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, w.cfg.Workers)
+	sv := &serving{ctx: ctx, runner: runner, slots: slots, wg: &wg, names: runner.Workflows()}
+	w.addServing(sv)
+	defer w.removeServing(sv) // before wg.Wait: no eager start joins wg after
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -268,49 +279,55 @@ func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 		case <-ctx.Done():
 			return nil
 		}
-		for {
-			d, next, err := w.claim(ctx)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil && w.isClosed() {
-				<-slots
-				return ErrClosed
-			}
-			if err != nil {
-				failures++
-				w.cfg.Logger.Error("local: claiming a delivery", "err", err)
-				next = w.now().Add(min(time.Duration(failures)*100*time.Millisecond, w.cfg.PollInterval))
-			} else {
-				failures = 0
-			}
-			if d != nil {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer func() { <-slots; w.signal() }()
-					w.deliver(ctx, runner, d)
-				}()
-				break
-			}
-			wait := w.cfg.PollInterval
-			if !next.IsZero() {
-				wait = min(wait, max(next.Sub(w.now()), 0))
-			}
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				<-slots
-				return nil
-			case <-w.wake:
-				timer.Stop() // Go 1.23 timers: no stale tick survives Stop
-			case <-timer.C:
-			}
+		d, next, err := w.claim(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && w.isClosed() {
+			return ErrClosed
+		}
+		if err != nil {
+			failures++
+			w.cfg.Logger.Error("local: claiming a delivery", "err", err)
+			next = w.now().Add(min(time.Duration(failures)*100*time.Millisecond, w.cfg.PollInterval))
+		} else {
+			failures = 0
+		}
+		if d != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.deliver(ctx, runner, d, nil, func() { <-slots })
+			}()
+			continue
+		}
+		// Idle, the dispatcher holds no worker, so an eager start can have it.
+		<-slots
+		wait := w.cfg.PollInterval
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(w.now()), 0))
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.wake:
+			timer.Stop() // Go 1.23 timers: no stale tick survives Stop
+		case <-timer.C:
 		}
 	}
 }
 
-func (w *World) deliver(ctx context.Context, runner worlds.Runner, d *claimed) {
+// deliver runs a claimed delivery with runner, renewing its lease meanwhile,
+// and records its outcome. It calls release, which gives back the worker,
+// once the delivery has run: recording the outcome is no work its lease
+// leaves to anyone else, and a run whose end its starter saw can be started
+// again at once (by [World.StartEager]) on the same worker. A dispatcher
+// waiting for a worker has it then; one sleeping is woken only when the
+// outcome leaves the delivery due again. An eager start's
+// delivery runs against ew, and has nothing to record when it never wrote its
+// run.
+func (w *World) deliver(ctx context.Context, runner worlds.Runner, d *claimed, ew *eagerWorld, release func()) {
 	stop := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Add(1)
@@ -332,11 +349,17 @@ func (w *World) deliver(ctx context.Context, runner worlds.Runner, d *claimed) {
 	var err error
 	if d.Input.Kind == worlds.DeliverExpire {
 		err = w.expire(ctx, d.Input.RunID)
+	} else if ew != nil {
+		err = safeRun(ctx, runner, ew, d.Delivery)
 	} else {
 		err = safeRun(ctx, runner, w, d.Delivery)
 	}
 	close(stop)
 	hb.Wait()
+	release()
+	if ew != nil && !ew.isCreated() {
+		return
+	}
 	shutdown := err != nil && ctx.Err() != nil
 	if err != nil && !shutdown {
 		w.cfg.Logger.Warn("local: delivery failed", "id", d.ID, "kind", d.Input.Kind, "run", d.Input.RunID, "attempt", d.Attempt, "err", err)
