@@ -128,6 +128,15 @@ func (c *countingWorld) StartEager(ctx context.Context, in worlds.QueueInput, cr
 	return es.StartEager(ctx, in, created)
 }
 
+// SubscribeRun lets Run.Result hear of a run's end, as it does on the
+// embedded World itself.
+func (c *countingWorld) SubscribeRun(runID string) (<-chan struct{}, func()) {
+	if n, ok := c.World.(worlds.RunNotifier); ok {
+		return n.SubscribeRun(runID)
+	}
+	return nil, func() {}
+}
+
 // Serve hands deliveries to runner with the counting World, so the runtime's
 // writes while executing deliveries are counted too.
 func (c *countingWorld) Serve(ctx context.Context, runner worlds.Runner) error {

@@ -465,10 +465,24 @@ func (c *Client) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 
 // Wait polls the run until it ends and returns its view; a failed or cancelled run
 // also returns a *[RunError]. A run that continued as new ([ContinueAsNew]) is
-// followed to the last run of its chain, whose view Wait returns.
+// followed to the last run of its chain, whose view Wait returns. On a World
+// that tells in-process waiters of a run's end ([worlds.RunNotifier]: the
+// embedded World), Wait returns as soon as an end written in this process
+// commits, and polls only for ends written elsewhere.
 func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 	delay := 5 * time.Millisecond
+	notifier, _ := c.eng.world.(worlds.RunNotifier)
+	var ended <-chan struct{}
+	stop := func() {}
+	defer func() { stop() }()
+	subscribed := ""
 	for {
+		if notifier != nil && subscribed != runID {
+			// Subscribe before reading, so an end between the two is not missed.
+			stop()
+			ended, stop = notifier.SubscribeRun(runID)
+			subscribed = runID
+		}
 		run, err := c.eng.world.GetRun(ctx, runID)
 		if err != nil {
 			return run, err
@@ -494,6 +508,8 @@ func (c *Client) Wait(ctx context.Context, runID string) (worlds.Run, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return run, ctx.Err()
+		case <-ended:
+			t.Stop()
 		case <-t.C:
 		}
 		delay = min(delay*2, c.eng.poll)

@@ -76,6 +76,16 @@ type StreamNotifier interface {
 	SubscribeStream(runID, name string) (<-chan struct{}, func())
 }
 
+// RunNotifier is implemented by Worlds that can tell in-process waiters that a
+// run has ended. SubscribeRun returns a channel that receives a value (possibly
+// coalesced) once an append through this World ends the run, and a function to
+// stop. Waiters subscribe first and then read the run, so no end is missed;
+// an end written by another process is seen only by reading the run again, so
+// waiters keep polling, less often. workflow.Client.Wait and Run.Result use it.
+type RunNotifier interface {
+	SubscribeRun(runID string) (<-chan struct{}, func())
+}
+
 // Server is implemented by Worlds that execute their own deliveries in-process
 // (the embedded World). Serve runs deliveries with runner until ctx ends.
 type Server interface {

@@ -225,6 +225,15 @@ func (w tracingWorld) StartEager(ctx context.Context, in worlds.QueueInput, crea
 	return es.StartEager(ctx, w.traced(ctx, in), created)
 }
 
+// SubscribeRun forwards to the wrapped World when it is a
+// [worlds.RunNotifier]; otherwise the channel never fires, and waiters poll.
+func (w tracingWorld) SubscribeRun(runID string) (<-chan struct{}, func()) {
+	if n, ok := w.World.(worlds.RunNotifier); ok {
+		return n.SubscribeRun(runID)
+	}
+	return nil, func() {}
+}
+
 // Unwrap returns the wrapped World, so the run cache knows an execution that
 // ran on one traced wrapper of a World for the World's.
 func (w tracingWorld) Unwrap() worlds.World { return w.World }

@@ -108,8 +108,11 @@ func (w *World) appendAndQueue(ctx context.Context, runID string, events []world
 	if err != nil {
 		return nil, err
 	}
-	if terminal && w.cfg.Retention > 0 {
-		w.signal()
+	if terminal {
+		w.notifyRun(runID)
+		if w.cfg.Retention > 0 {
+			w.signal()
+		}
 	}
 	return out, nil
 }

@@ -46,8 +46,9 @@ type World struct {
 	stmts  map[string]*sql.Stmt
 	closed bool
 
-	subMu sync.Mutex
-	subs  map[streamKey]map[chan struct{}]struct{}
+	subMu   sync.Mutex
+	subs    map[streamKey]map[chan struct{}]struct{}
+	runSubs map[string]map[chan struct{}]struct{} // waiters for a run's end
 
 	servingMu sync.Mutex
 	servings  []*serving // the Serve calls running, for StartEager
@@ -60,6 +61,7 @@ var (
 	_ worlds.DeliveryCanceller = (*World)(nil)
 	_ worlds.AppendQueuer      = (*World)(nil)
 	_ worlds.EagerStarter      = (*World)(nil)
+	_ worlds.RunNotifier       = (*World)(nil)
 )
 
 // Open opens (creating if needed) the database at cfg.Path and returns its World.
@@ -91,7 +93,8 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 		db.SetConnMaxIdleTime(0)
 	}
 	db.SetMaxIdleConns(4)
-	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, subs: map[streamKey]map[chan struct{}]struct{}{}}
+	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, subs: map[streamKey]map[chan struct{}]struct{}{},
+		runSubs: map[string]map[chan struct{}]struct{}{}}
 	if err := w.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -201,6 +201,38 @@ func (w *World) SubscribeStream(runID, name string) (<-chan struct{}, func()) {
 	}
 }
 
+// SubscribeRun implements [worlds.RunNotifier] for appends made through this
+// World; ends written by other processes sharing the file are seen by polling
+// GetRun.
+func (w *World) SubscribeRun(runID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.subMu.Lock()
+	if w.runSubs[runID] == nil {
+		w.runSubs[runID] = map[chan struct{}]struct{}{}
+	}
+	w.runSubs[runID][ch] = struct{}{}
+	w.subMu.Unlock()
+	return ch, func() {
+		w.subMu.Lock()
+		delete(w.runSubs[runID], ch)
+		if len(w.runSubs[runID]) == 0 {
+			delete(w.runSubs, runID)
+		}
+		w.subMu.Unlock()
+	}
+}
+
+func (w *World) notifyRun(runID string) {
+	w.subMu.Lock()
+	defer w.subMu.Unlock()
+	for ch := range w.runSubs[runID] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
 func (w *World) notify(runID, name string) {
 	w.subMu.Lock()
 	defer w.subMu.Unlock()
