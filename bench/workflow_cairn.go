@@ -148,26 +148,26 @@ type countingRunner struct {
 	w *countingWorld
 }
 
-// unwrapper is a World standing in for another during one delivery: an eager
-// start's.
+// unwrapper is a World standing in for another during one delivery, as the
+// embedded World hands its deliveries.
 type unwrapper interface{ Unwrap() worlds.World }
 
 func (r countingRunner) Run(ctx context.Context, w worlds.World, d worlds.Delivery) error {
 	if u, ok := w.(unwrapper); ok {
-		return r.Runner.Run(ctx, eagerView{countingWorld: &countingWorld{World: w, writeCounts: r.w.writeCounts}, top: r.w, inner: u}, d)
+		return r.Runner.Run(ctx, deliveryView{countingWorld: &countingWorld{World: w, writeCounts: r.w.writeCounts}, top: r.w, inner: u}, d)
 	}
 	return r.Runner.Run(ctx, r.w, d)
 }
 
-// eagerView counts the writes of an eager start's delivery, and stands in for
-// the counting World as the World it wraps stands in for its own.
-type eagerView struct {
+// deliveryView counts the writes of one delivery, and stands in for the
+// counting World as the World it wraps stands in for its own.
+type deliveryView struct {
 	*countingWorld
 	top   *countingWorld
 	inner unwrapper
 }
 
-func (v eagerView) Unwrap() worlds.World {
+func (v deliveryView) Unwrap() worlds.World {
 	if v.inner.Unwrap() == nil {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 // the events with [worlds.Plan] against state read inside it, and writes the events
 // and every projection they change, guarded by the run's event count.
 func (w *World) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
-	return w.appendAndQueue(ctx, runID, events, nil, nil)
+	return w.appendAndQueue(ctx, runID, events, with{})
 }
 
 // AppendAndQueue implements [worlds.AppendQueuer]: the events and the delivery
@@ -24,17 +24,29 @@ func (w *World) AppendAndQueue(ctx context.Context, runID string, events []world
 	if err != nil {
 		return nil, err
 	}
-	out, err := w.appendAndQueue(ctx, runID, events, &q, nil)
+	out, err := w.appendAndQueue(ctx, runID, events, with{q: &q})
 	if err == nil {
 		w.signal()
 	}
 	return out, err
 }
 
-// appendAndQueue appends events and, when q is not nil, queues q in the same
-// transaction; when start is not nil, it writes an eager start's claimed
-// delivery too, and stamps the events with the start's time.
-func (w *World) appendAndQueue(ctx context.Context, runID string, events []worlds.Event, q *queued, start *eagerStart) ([]worlds.Event, error) {
+// with is what an append writes or does besides the events.
+type with struct {
+	// q, if not nil, is queued in the same transaction.
+	q *queued
+	// start, if not nil, is an eager start's claimed delivery, written in the
+	// same transaction; the events are stamped with its time.
+	start *eagerStart
+	// ended, if not nil, is called when the append ends the run, just before
+	// it commits: before any waiter can see the end. Should the commit fail
+	// after all, it has been called anyway.
+	ended func()
+}
+
+// appendAndQueue appends events, with what x adds, in one transaction.
+func (w *World) appendAndQueue(ctx context.Context, runID string, events []worlds.Event, x with) ([]worlds.Event, error) {
+	q, start := x.q, x.start
 	if runID == "" {
 		return nil, &worlds.ArgumentError{Field: "runID", Value: `""`, Reason: "required"}
 	}
@@ -101,7 +113,14 @@ func (w *World) appendAndQueue(ctx context.Context, runID string, events []world
 			}
 		}
 		if q != nil {
-			return w.queueTx(ctx, tx, q.id, q.in, q.due)
+			if err := w.queueTx(ctx, tx, q.id, q.in, q.due); err != nil {
+				return err
+			}
+		}
+		if terminal && x.ended != nil {
+			// Before the commit, which a waiter polling the run may see
+			// before this goroutine runs again.
+			x.ended()
 		}
 		return nil
 	})

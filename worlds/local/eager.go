@@ -150,9 +150,9 @@ type eagerWorld struct {
 	first   worlds.Event // created as stored
 	start   *eagerStart
 	// release gives back the delivery's worker. It is called as soon as the
-	// run has ended: what the delivery does after that is bookkeeping, and
-	// the starter, who may see the end at once, can start its next run
-	// eagerly on the same worker.
+	// run has ended, before waiters hear of it: what the delivery does after
+	// that is bookkeeping, and the starter, who hears of the end at once, can
+	// start its next run eagerly on the same worker.
 	release func()
 
 	mu         sync.Mutex
@@ -222,7 +222,7 @@ func (ew *eagerWorld) pending(runID string) (bool, error) {
 // events after the creation.
 func (ew *eagerWorld) create(ctx context.Context, events []worlds.Event, q *queued) ([]worlds.Event, error) {
 	all := append([]worlds.Event{ew.created}, events...)
-	out, err := ew.World.appendAndQueue(ctx, ew.runID, all, q, ew.start)
+	out, err := ew.World.appendAndQueue(ctx, ew.runID, all, with{q: q, start: ew.start, ended: ew.release})
 	if err != nil {
 		ew.state = eagerFailed
 		ew.settle()
@@ -233,19 +233,7 @@ func (ew *eagerWorld) create(ctx context.Context, events []worlds.Event, q *queu
 	if q != nil {
 		ew.World.signal()
 	}
-	ew.ended(out)
 	return out[1:], nil
-}
-
-// ended releases the delivery's worker when stored ends the run.
-func (ew *eagerWorld) ended(stored []worlds.Event) {
-	for _, ev := range stored {
-		switch ev.Type {
-		case worlds.EventRunCompleted, worlds.EventRunFailed, worlds.EventRunCancelled:
-			ew.release()
-			return
-		}
-	}
 }
 
 // materialize writes the creation alone, before a call that needs the run
@@ -271,11 +259,10 @@ func (ew *eagerWorld) Append(ctx context.Context, runID string, events ...worlds
 	if err != nil {
 		return nil, err
 	}
-	out, err := ew.World.Append(ctx, runID, events...)
-	if err == nil && runID == ew.runID {
-		ew.ended(out)
+	if runID != ew.runID {
+		return ew.World.Append(ctx, runID, events...)
 	}
-	return out, err
+	return ew.World.appendAndQueue(ctx, runID, events, with{ended: ew.release})
 }
 
 // AppendAndQueue implements [worlds.AppendQueuer].

@@ -304,7 +304,7 @@ func TestEagerStartOfAnExistingRun(t *testing.T) {
 	var mu sync.Mutex
 	done := make(chan struct{})
 	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
-		_, eager := ew.(interface{ Unwrap() worlds.World })
+		_, eager := ew.(*eagerWorld)
 		_, err := ew.Append(ctx, "r", started, completed)
 		if eager {
 			mu.Lock()
@@ -322,8 +322,7 @@ func TestEagerStartOfAnExistingRun(t *testing.T) {
 	if got := eventTypes(t, w, "r"); len(got) != 1 {
 		t.Fatalf("a refused start wrote %v", got)
 	}
-	run, err := worlds.StartRun(ctx, w, "r", "wf", json.RawMessage(`{"n":1}`), nil)
-	if err != nil || run.Status != worlds.RunPending {
+	if run, err := worlds.StartRun(ctx, w, "r", "wf", json.RawMessage(`{"n":1}`), nil); err != nil || run.RunID != "r" {
 		t.Fatalf("start again: %+v, %v", run, err)
 	}
 	select {
@@ -666,6 +665,62 @@ func TestEagerStartRefusesBadArguments(t *testing.T) {
 			}
 			if _, err := w.GetRun(ctx, "r"); !errors.Is(err, worlds.ErrRunNotFound) {
 				t.Fatalf("a refused eager start wrote the run: %v", err)
+			}
+		})
+	}
+}
+
+// TestWorkerFreedWhenTheRunEnds: a delivery gives back its worker as its run's
+// end commits, so with one worker a run started by a waiter that saw the end
+// starts eagerly while the delivery that ended the first run is still busy.
+func TestWorkerFreedWhenTheRunEnds(t *testing.T) {
+	t.Parallel()
+	for _, eager := range []bool{true, false} {
+		t.Run(fmt.Sprintf("eager=%v", eager), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			w := openEager(t, Config{Workers: 1})
+			hold := make(chan struct{})
+			defer close(hold)
+			runner := eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+				if _, err := ew.Append(ctx, d.Input.RunID, started, completed); err != nil {
+					return err
+				}
+				if d.Input.RunID == "a" {
+					<-hold // bookkeeping after the end
+				}
+				return nil
+			}}
+			ended, stop := w.SubscribeRun("a")
+			defer stop()
+			if eager {
+				serveEager(t, w, runner)
+				if ok, err := w.StartEager(ctx, firstDelivery("a"), created("wf", `1`)); err != nil || !ok {
+					t.Fatalf("eager start of a: %v, %v", ok, err)
+				}
+			} else {
+				if _, err := worlds.StartRun(ctx, w, "a", "wf", json.RawMessage(`1`), nil); err != nil {
+					t.Fatal(err)
+				}
+				serveEager(t, w, runner)
+			}
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("run a never ended")
+			}
+			// The dispatcher may hold the worker for a moment while it looks for work.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				ok, err := w.StartEager(ctx, firstDelivery("b"), created("wf", `1`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the worker of a run that ended was never given back")
+				}
 			}
 		})
 	}

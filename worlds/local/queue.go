@@ -297,7 +297,7 @@ func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w.deliver(ctx, runner, d, nil, func() { <-slots })
+				w.deliver(ctx, runner, d, nil, sync.OnceFunc(func() { <-slots }))
 			}()
 			continue
 		}
@@ -319,7 +319,7 @@ func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 }
 
 // deliver runs a claimed delivery with runner, renewing its lease meanwhile,
-// and records its outcome. It calls release, which gives back the worker,
+// and records its outcome. The runner is given a [deliveryWorld]. It calls release, which gives back the worker,
 // once the delivery has run: recording the outcome is no work its lease
 // leaves to anyone else, and a run whose end its starter saw can be started
 // again at once (by [World.StartEager]) on the same worker. A dispatcher
@@ -352,7 +352,7 @@ func (w *World) deliver(ctx context.Context, runner worlds.Runner, d *claimed, e
 	} else if ew != nil {
 		err = safeRun(ctx, runner, ew, d.Delivery)
 	} else {
-		err = safeRun(ctx, runner, w, d.Delivery)
+		err = safeRun(ctx, runner, &deliveryWorld{World: w, runID: d.Input.RunID, release: release}, d.Delivery)
 	}
 	close(stop)
 	hb.Wait()
@@ -420,3 +420,26 @@ func (w *World) pendingDeliveries(ctx context.Context) (int, error) {
 	err := w.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries`).Scan(&n)
 	return n, err
 }
+
+// deliveryWorld is the World a delivery runs against: the World itself, except
+// that the append that ends the delivery's run gives back the delivery's
+// worker (release, called once) as it commits, before waiters can see the end. What the
+// delivery does after that is bookkeeping, and a waiter that hears of the end
+// and starts its next run at once finds the worker free to start it eagerly.
+type deliveryWorld struct {
+	*World
+	runID   string
+	release func()
+}
+
+// Append implements [worlds.World].
+func (dw *deliveryWorld) Append(ctx context.Context, runID string, events ...worlds.Event) ([]worlds.Event, error) {
+	if runID != dw.runID {
+		return dw.World.Append(ctx, runID, events...)
+	}
+	return dw.World.appendAndQueue(ctx, runID, events, with{ended: dw.release})
+}
+
+// Unwrap returns the World, so the workflow runtime's run cache knows an
+// execution cached by one delivery for the next delivery's.
+func (dw *deliveryWorld) Unwrap() worlds.World { return dw.World }
