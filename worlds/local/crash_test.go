@@ -1,11 +1,9 @@
 package local_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,63 +23,10 @@ func TestKilledProcessResumes(t *testing.T) {
 	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "crash.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	running := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "child: running" {
-				close(running)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-running:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("child never started its delivery")
-	}
-	killedAt := time.Now()
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killedAt := local.KillChildWhen(t, "TestCrashChild", crashEnv, path, "child: running")
 
 	w := open(t, local.Config{Path: path, PollInterval: 20 * time.Millisecond})
-	ctx := context.Background()
-	step, err := w.GetStep(ctx, "r", "s1")
-	if err != nil || step.Status != worlds.StepRunning {
-		t.Fatalf("step the child started: %+v, %v", step, err)
-	}
-	got := make(chan worlds.Delivery, 1)
-	serve(t, w, runnerFunc(func(ctx context.Context, w worlds.World, d worlds.Delivery) error {
-		got <- d
-		return nil
-	}))
-	select {
-	case d := <-got:
-		if d.ID != "step-s1" || d.Attempt != 2 {
-			t.Errorf("after the crash got %+v, want step-s1 attempt 2", d)
-		}
-		if since := time.Since(killedAt); since > 20*time.Second {
-			t.Errorf("redelivered after %s", since)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the killed process's delivery never came back")
-	}
+	local.ExpectRedelivery(t, w, "s1", "step-s1", killedAt)
 }
 
 // TestCrashChild is the process TestKilledProcessResumes kills.

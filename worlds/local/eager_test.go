@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,32 +50,6 @@ func openEager(t *testing.T, cfg Config) *World {
 	}
 	t.Cleanup(func() { w.Close() })
 	return w
-}
-
-// serveEager serves w with r until the test ends or stop is called, and
-// returns once eager starts can find the Serve.
-func serveEager(t *testing.T, w *World, r worlds.Runner) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	before := w.Serving()
-	go func() { done <- w.Serve(ctx, r) }()
-	for deadline := time.Now().Add(5 * time.Second); w.Serving() == before; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Serve never started")
-		}
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 type deliveryRow struct {
@@ -126,6 +98,24 @@ func created(workflow string, input string) worlds.Event {
 	return worlds.Event{Type: worlds.EventRunCreated, WorkflowName: workflow, Input: json.RawMessage(input)}
 }
 
+// startEagerly starts runID eagerly, retrying while the dispatcher holds the
+// worker for the moment it takes to look for work.
+func startEagerly(t *testing.T, w *World, runID string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		ok, err := w.StartEager(context.Background(), firstDelivery(runID), created("wf", `1`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no worker was ever free to start %s eagerly", runID)
+		}
+	}
+}
+
 func firstDelivery(runID string) worlds.QueueInput {
 	return worlds.QueueInput{Kind: worlds.DeliverWorkflow, WorkflowName: "wf", RunID: runID}
 }
@@ -153,7 +143,7 @@ func TestEagerStartWritesTheRunWithItsFirstAppend(t *testing.T) {
 		events []worlds.Event
 		err    error
 	}
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+	ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
 		calls.Add(1)
 		if d.ID != "start-r" || d.Attempt != 1 {
 			return fmt.Errorf("delivery %+v", d)
@@ -233,29 +223,17 @@ func TestEagerStartDeclines(t *testing.T) {
 	}{
 		{"no Serve", Config{}, func(*testing.T, *World) {}},
 		{"another workflow", Config{}, func(t *testing.T, w *World) {
-			serveEager(t, w, eagerRunner{names: []string{"other"}, fn: block})
+			ServeInTest(t, w, eagerRunner{names: []string{"other"}, fn: block})
 		}},
 		{"eager starts off", Config{NoEagerStart: true}, func(t *testing.T, w *World) {
-			serveEager(t, w, eagerRunner{fn: block})
+			ServeInTest(t, w, eagerRunner{fn: block})
 		}},
 		{"Serve returned", Config{}, func(t *testing.T, w *World) {
-			serveEager(t, w, eagerRunner{fn: block})()
+			ServeInTest(t, w, eagerRunner{fn: block})()
 		}},
 		{"no free worker", Config{Workers: 1}, func(t *testing.T, w *World) {
-			serveEager(t, w, eagerRunner{fn: block})
-			// The dispatcher holds the worker while it looks for a due delivery.
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				ok, err := w.StartEager(context.Background(), firstDelivery("busy"), created("wf", `1`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ok {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the worker was never free for a first eager start")
-				}
-			}
+			ServeInTest(t, w, eagerRunner{fn: block})
+			startEagerly(t, w, "busy")
 		}},
 	}
 	for _, tc := range cases {
@@ -303,7 +281,7 @@ func TestEagerStartOfAnExistingRun(t *testing.T) {
 	var eagerErrs []error
 	var mu sync.Mutex
 	done := make(chan struct{})
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+	ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
 		_, eager := ew.(*eagerWorld)
 		_, err := ew.Append(ctx, "r", started, completed)
 		if eager {
@@ -396,7 +374,7 @@ func TestEagerStartOtherFirstWrites(t *testing.T) {
 			w := openEager(t, Config{})
 			release := make(chan struct{})
 			firstDone := make(chan error, 1)
-			serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+			ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
 				err := tc.first(ctx, ew)
 				firstDone <- err
 				if err != nil {
@@ -437,7 +415,7 @@ func TestEagerStartRunnerIgnoringItsWorld(t *testing.T) {
 	ctx := context.Background()
 	w := openEager(t, Config{})
 	var calls atomic.Int32
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, _ worlds.World, d worlds.Delivery) error {
+	ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, _ worlds.World, d worlds.Delivery) error {
 		calls.Add(1)
 		if _, err := w.GetRun(ctx, "r"); errors.Is(err, worlds.ErrRunNotFound) {
 			return nil // as the workflow runtime acknowledges a delivery of an unknown run
@@ -465,7 +443,7 @@ func TestEagerDeliveryFailureIsRetried(t *testing.T) {
 	ctx := context.Background()
 	w := openEager(t, Config{})
 	attempts := make(chan int, 4)
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+	ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
 		attempts <- d.Attempt
 		if d.Attempt == 1 {
 			if _, err := ew.Append(ctx, "r", started); err != nil {
@@ -501,7 +479,7 @@ func TestEagerStartsUnderLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := openEager(t, Config{Workers: 3})
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+	ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
 		_, err := ew.Append(ctx, d.Input.RunID, started, completed)
 		return err
 	}})
@@ -548,63 +526,9 @@ func TestKilledEagerStartResumes(t *testing.T) {
 	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "crash.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEagerCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), eagerCrashEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	running := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "child: running eagerly" {
-				close(running)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-running:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("child never ran its eager start")
-	}
-	killedAt := time.Now()
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killedAt := KillChildWhen(t, "TestEagerCrashChild", eagerCrashEnv, path, "child: running eagerly")
 
-	ctx := context.Background()
-	w := openEager(t, Config{Path: path})
-	step, err := w.GetStep(ctx, "r", "s1")
-	if err != nil || step.Status != worlds.StepRunning {
-		t.Fatalf("step the child started: %+v, %v", step, err)
-	}
-	got := make(chan worlds.Delivery, 1)
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, w worlds.World, d worlds.Delivery) error {
-		got <- d
-		return nil
-	}})
-	select {
-	case d := <-got:
-		if d.ID != "start-r" || d.Attempt != 2 {
-			t.Errorf("after the crash got %+v, want start-r attempt 2", d)
-		}
-		if since := time.Since(killedAt); since > 20*time.Second {
-			t.Errorf("redelivered after %s", since)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the killed process's eager delivery never came back")
-	}
+	ExpectRedelivery(t, openEager(t, Config{Path: path}), "s1", "start-r", killedAt)
 }
 
 // TestEagerCrashChild is the process TestKilledEagerStartResumes kills.
@@ -618,7 +542,7 @@ func TestEagerCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveEager(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
+	ServeInTest(t, w, eagerRunner{fn: func(ctx context.Context, ew worlds.World, d worlds.Delivery) error {
 		if _, eager := ew.(*eagerWorld); !eager {
 			return errors.New("not an eager delivery")
 		}
@@ -640,7 +564,7 @@ func TestEagerStartRefusesBadArguments(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := openEager(t, Config{})
-	serveEager(t, w, eagerRunner{fn: func(context.Context, worlds.World, worlds.Delivery) error { return nil }})
+	ServeInTest(t, w, eagerRunner{fn: func(context.Context, worlds.World, worlds.Delivery) error { return nil }})
 	step := firstDelivery("r")
 	step.Kind, step.StepID = worlds.DeliverStep, "s1"
 	other := firstDelivery("r")
@@ -694,34 +618,20 @@ func TestWorkerFreedWhenTheRunEnds(t *testing.T) {
 			ended, stop := w.SubscribeRun("a")
 			defer stop()
 			if eager {
-				serveEager(t, w, runner)
-				if ok, err := w.StartEager(ctx, firstDelivery("a"), created("wf", `1`)); err != nil || !ok {
-					t.Fatalf("eager start of a: %v, %v", ok, err)
-				}
+				ServeInTest(t, w, runner)
+				startEagerly(t, w, "a")
 			} else {
 				if _, err := worlds.StartRun(ctx, w, "a", "wf", json.RawMessage(`1`), nil); err != nil {
 					t.Fatal(err)
 				}
-				serveEager(t, w, runner)
+				ServeInTest(t, w, runner)
 			}
 			select {
 			case <-ended:
 			case <-time.After(10 * time.Second):
 				t.Fatal("run a never ended")
 			}
-			// The dispatcher may hold the worker for a moment while it looks for work.
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				ok, err := w.StartEager(ctx, firstDelivery("b"), created("wf", `1`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ok {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the worker of a run that ended was never given back")
-				}
-			}
+			startEagerly(t, w, "b") // the worker a's delivery still runs on
 		})
 	}
 }

@@ -47,8 +47,8 @@ type World struct {
 	closed bool
 
 	subMu   sync.Mutex
-	subs    map[streamKey]map[chan struct{}]struct{}
-	runSubs map[string]map[chan struct{}]struct{} // waiters for a run's end
+	subs    subscribers[streamKey]
+	runSubs subscribers[string] // waiters for a run's end
 
 	servingMu sync.Mutex
 	servings  []*serving // the Serve calls running, for StartEager
@@ -93,8 +93,8 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 		db.SetConnMaxIdleTime(0)
 	}
 	db.SetMaxIdleConns(4)
-	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, subs: map[streamKey]map[chan struct{}]struct{}{},
-		runSubs: map[string]map[chan struct{}]struct{}{}}
+	w := &World{cfg: cfg, db: db, wake: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, subs: subscribers[streamKey]{},
+		runSubs: subscribers[string]{}}
 	if err := w.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

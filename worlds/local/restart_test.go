@@ -16,25 +16,6 @@ import (
 	"github.com/cairn-go/cairn/worlds/local"
 )
 
-// serve runs w.Serve with r until the returned stop is called.
-func serve(t *testing.T, w *local.World, r worlds.Runner) (stop func()) {
-	t.Helper()
-	c, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Serve(c, r) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 func TestRestartKeepsStateAndDeliveries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -75,7 +56,7 @@ func TestRestartKeepsStateAndDeliveries(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]time.Time{}
 	all := make(chan struct{})
-	stop := serve(t, w2, runnerFunc(func(ctx context.Context, w worlds.World, d worlds.Delivery) error {
+	stop := local.ServeInTest(t, w2, runnerFunc(func(ctx context.Context, w worlds.World, d worlds.Delivery) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got[d.ID] = time.Now()
@@ -161,7 +142,7 @@ func TestTwoWorldsOnOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)
-	serve(t, b, runnerFunc(func(ctx context.Context, w worlds.World, d worlds.Delivery) error {
+	local.ServeInTest(t, b, runnerFunc(func(ctx context.Context, w worlds.World, d worlds.Delivery) error {
 		got <- d.ID
 		return nil
 	}))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cairn-go/cairn/worlds"
 )
@@ -183,60 +184,48 @@ func (w *World) ListStreams(ctx context.Context, runID string) ([]worlds.StreamI
 // SubscribeStream implements [worlds.StreamNotifier] for writes made through this
 // World; writes by other processes sharing the file are seen by polling ReadStream.
 func (w *World) SubscribeStream(runID, name string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	k := streamKey{runID, name}
-	w.subMu.Lock()
-	if w.subs[k] == nil {
-		w.subs[k] = map[chan struct{}]struct{}{}
-	}
-	w.subs[k][ch] = struct{}{}
-	w.subMu.Unlock()
-	return ch, func() {
-		w.subMu.Lock()
-		delete(w.subs[k], ch)
-		if len(w.subs[k]) == 0 {
-			delete(w.subs, k)
-		}
-		w.subMu.Unlock()
-	}
+	return subscribe(&w.subMu, w.subs, streamKey{runID, name})
 }
 
 // SubscribeRun implements [worlds.RunNotifier] for appends made through this
 // World; ends written by other processes sharing the file are seen by polling
 // GetRun.
 func (w *World) SubscribeRun(runID string) (<-chan struct{}, func()) {
+	return subscribe(&w.subMu, w.runSubs, runID)
+}
+
+func (w *World) notify(runID, name string) { notifyAll(&w.subMu, w.subs, streamKey{runID, name}) }
+
+func (w *World) notifyRun(runID string) { notifyAll(&w.subMu, w.runSubs, runID) }
+
+// subscribers holds, for each key, the channels of those waiting on it.
+type subscribers[K comparable] map[K]map[chan struct{}]struct{}
+
+// subscribe adds a channel for k to subs, which mu guards, and returns it
+// with the function that removes it.
+func subscribe[K comparable](mu *sync.Mutex, subs subscribers[K], k K) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
-	w.subMu.Lock()
-	if w.runSubs[runID] == nil {
-		w.runSubs[runID] = map[chan struct{}]struct{}{}
+	mu.Lock()
+	if subs[k] == nil {
+		subs[k] = map[chan struct{}]struct{}{}
 	}
-	w.runSubs[runID][ch] = struct{}{}
-	w.subMu.Unlock()
+	subs[k][ch] = struct{}{}
+	mu.Unlock()
 	return ch, func() {
-		w.subMu.Lock()
-		delete(w.runSubs[runID], ch)
-		if len(w.runSubs[runID]) == 0 {
-			delete(w.runSubs, runID)
+		mu.Lock()
+		delete(subs[k], ch)
+		if len(subs[k]) == 0 {
+			delete(subs, k)
 		}
-		w.subMu.Unlock()
+		mu.Unlock()
 	}
 }
 
-func (w *World) notifyRun(runID string) {
-	w.subMu.Lock()
-	defer w.subMu.Unlock()
-	for ch := range w.runSubs[runID] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (w *World) notify(runID, name string) {
-	w.subMu.Lock()
-	defer w.subMu.Unlock()
-	for ch := range w.subs[streamKey{runID, name}] {
+// notifyAll wakes every channel subscribed to k.
+func notifyAll[K comparable](mu *sync.Mutex, subs subscribers[K], k K) {
+	mu.Lock()
+	defer mu.Unlock()
+	for ch := range subs[k] {
 		select {
 		case ch <- struct{}{}:
 		default: // a notification is already pending; they coalesce
