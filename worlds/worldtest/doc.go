@@ -11,6 +11,7 @@
 // ([worlds.RunFilter].Attributes). Behaviour a World
 // declares it lacks in [worlds.Capabilities] is skipped, and so is the
 // withdrawal of queued deliveries when the World is not a
-// [worlds.DeliveryCanceller]; tests that consume deliveries need a
+// [worlds.DeliveryCanceller], and eager starts when it is not a
+// [worlds.EagerStarter]; tests that consume deliveries need a
 // [worlds.Server] or a [WithDriver] function.
 package worldtest

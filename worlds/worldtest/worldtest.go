@@ -60,6 +60,7 @@ func Run(t *testing.T, newWorld func(t *testing.T) worlds.World, opts ...Option)
 		{"Reset", s.reset},
 		{"StartRetried", s.startRetried},
 		{"AppendAndQueue", s.appendQueue},
+		{"EagerStart", s.eagerStart},
 		{"Signals", s.signals},
 		{"SignalWithStart", s.signalWithStart},
 	} {
