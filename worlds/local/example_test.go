@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/cairn-go/cairn/worlds"
 	"github.com/cairn-go/cairn/worlds/local"
@@ -54,4 +55,34 @@ func Example() {
 	run, _ := w.GetRun(ctx, "run-1")
 	fmt.Println(run.Status, string(run.Output))
 	// Output: completed "hello, \"world\""
+}
+
+// A run started while the World serves its workflow starts eagerly: its first
+// delivery runs at once, and StartRun returns once the run's creation is
+// written together with that delivery's first append, here the whole run.
+func ExampleWorld_StartEager() {
+	ctx := context.Background()
+	w, err := local.Open(ctx, local.Config{Path: local.Memory})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+
+	g := greeter{done: make(chan struct{})}
+	serveCtx, stop := context.WithCancel(ctx)
+	served := make(chan error)
+	go func() { served <- w.Serve(serveCtx, worlds.Runners(g)) }()
+	for w.Serving() == 0 { // Serve has not started yet
+		time.Sleep(time.Millisecond)
+	}
+
+	run, err := worlds.StartRun(ctx, w, "run-2", "greet", json.RawMessage(`"eager"`), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(run.Status, string(run.Output), run.EventCount)
+	<-g.done
+	stop()
+	<-served
+	// Output: completed "hello, \"eager\"" 3
 }
