@@ -35,7 +35,10 @@ type Config struct {
 	Logger *slog.Logger
 	// NewID generates delivery IDs; nil uses 128 random bits in hex.
 	NewID func() string
-	// Workers is how many deliveries [World.Serve] runs at once; zero uses DefaultWorkers.
+	// Workers is how many deliveries [World.Serve] runs at once, eager starts'
+	// included; zero uses DefaultWorkers. A delivery gives its worker back as
+	// the append that ends its run commits, so what it does after that (telling
+	// a parent, queueing a continuation) is not counted.
 	Workers int
 	// NoEagerStart turns eager starts off: [World.StartEager] then declines
 	// every run, and each run's first delivery waits in the queue for a worker
