@@ -98,8 +98,8 @@ func (w *World) StartEager(ctx context.Context, in worlds.QueueInput, created wo
 		return false, nil
 	}
 	d := &claimed{Delivery: worlds.Delivery{ID: worlds.StartDeliveryID(runID), Input: in, DueAt: at, Attempt: 1}, claim: w.cfg.NewID()}
-	ew := &eagerWorld{World: w, runID: runID, created: created, run: eff.Run, first: eff.Event,
-		start: &eagerStart{d: d, at: at}, settled: make(chan struct{}), release: sync.OnceFunc(func() { <-sv.slots })}
+	ew := &eagerWorld{World: w, runID: runID, settled: make(chan struct{}), release: sync.OnceFunc(func() { <-sv.slots }),
+		unwritten: &unwrittenRun{created: created, run: eff.Run, first: eff.Event, start: &eagerStart{d: d, at: at}}}
 	go func() {
 		defer sv.wg.Done()
 		w.deliver(sv.ctx, sv.runner, d, ew, ew.release)
@@ -144,11 +144,7 @@ func (w *World) claimTx(ctx context.Context, tx *wtx, s *eagerStart) error {
 // claimed delivery with it; from then on it is the World itself.
 type eagerWorld struct {
 	*World
-	runID   string
-	created worlds.Event // as the caller gave it
-	run     worlds.Run   // the run view right after creation
-	first   worlds.Event // created as stored
-	start   *eagerStart
+	runID string
 	// release gives back the delivery's worker. It is called as soon as the
 	// run has ended, before waiters hear of it: what the delivery does after
 	// that is bookkeeping, and the starter, who hears of the end at once, can
@@ -157,8 +153,18 @@ type eagerWorld struct {
 
 	mu         sync.Mutex
 	state      eagerState
+	unwritten  *unwrittenRun // while eagerPending; dropped after, so a cached execution does not keep it
 	settled    chan struct{} // closed when state leaves eagerPending
 	settleOnce sync.Once
+}
+
+// unwrittenRun is what an eager start's World knows of its run until the run
+// is written.
+type unwrittenRun struct {
+	created worlds.Event // as the caller gave it
+	run     worlds.Run   // the run view right after creation
+	first   worlds.Event // created as stored
+	start   *eagerStart
 }
 
 type eagerState int
@@ -181,7 +187,7 @@ func (ew *eagerWorld) end() {
 	ew.mu.Lock()
 	defer ew.mu.Unlock()
 	if ew.state == eagerPending {
-		ew.state = eagerFailed
+		ew.state, ew.unwritten = eagerFailed, nil
 	}
 	ew.settle()
 }
@@ -221,8 +227,10 @@ func (ew *eagerWorld) pending(runID string) (bool, error) {
 // claimed delivery in one transaction; ew.mu is held. It returns the stored
 // events after the creation.
 func (ew *eagerWorld) create(ctx context.Context, events []worlds.Event, q *queued) ([]worlds.Event, error) {
-	all := append([]worlds.Event{ew.created}, events...)
-	out, err := ew.World.appendAndQueue(ctx, ew.runID, all, with{q: q, start: ew.start, ended: ew.release})
+	u := ew.unwritten
+	all := append([]worlds.Event{u.created}, events...)
+	out, err := ew.World.appendAndQueue(ctx, ew.runID, all, with{q: q, start: u.start, ended: ew.release})
+	ew.unwritten = nil
 	if err != nil {
 		ew.state = eagerFailed
 		ew.settle()
@@ -288,9 +296,12 @@ func (ew *eagerWorld) AppendAndQueue(ctx context.Context, runID string, events [
 func (ew *eagerWorld) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
 	ew.mu.Lock()
 	p, err := ew.pending(runID)
+	var run worlds.Run
+	if p {
+		run = ew.unwritten.run
+	}
 	ew.mu.Unlock()
 	if p {
-		run := ew.run
 		run.Attributes = maps.Clone(run.Attributes)
 		return run, nil
 	}
@@ -304,11 +315,15 @@ func (ew *eagerWorld) GetRun(ctx context.Context, runID string) (worlds.Run, err
 func (ew *eagerWorld) ListEvents(ctx context.Context, runID string, filter worlds.EventFilter) (worlds.Page[worlds.Event], error) {
 	ew.mu.Lock()
 	p, err := ew.pending(runID)
+	var first worlds.Event
+	if p {
+		first = ew.unwritten.first
+	}
 	ew.mu.Unlock()
 	if p {
 		var page worlds.Page[worlds.Event]
-		if filter.AfterSeq < ew.first.Seq && filter.Cursor == "" {
-			ev := ew.first
+		if filter.AfterSeq < first.Seq && filter.Cursor == "" {
+			ev := first
 			ev.Attributes = maps.Clone(ev.Attributes)
 			page.Items = []worlds.Event{ev}
 		}
