@@ -91,7 +91,7 @@ func (w *World) StartEager(ctx context.Context, in worlds.QueueInput, created wo
 	created.RunID = runID
 	eff, err := worlds.Transition(worlds.State{}, created, at)
 	if err != nil {
-		return false, nil
+		return false, nil // the usual start refuses the event with its own error
 	}
 	sv := w.takeWorker(created.WorkflowName)
 	if sv == nil {
