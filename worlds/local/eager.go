@@ -223,6 +223,19 @@ func (ew *eagerWorld) pending(runID string) (bool, error) {
 	return false, nil
 }
 
+// peek returns, for a read about runID, the unwritten run while it is not
+// written (nil after, and for other runs), or the error an abandoned start
+// gives.
+func (ew *eagerWorld) peek(runID string) (*unwrittenRun, error) {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	p, err := ew.pending(runID)
+	if !p {
+		return nil, err
+	}
+	return ew.unwritten, nil
+}
+
 // create writes the run's creation, events after it, q if not nil and the
 // claimed delivery in one transaction; ew.mu is held. It returns the stored
 // events after the creation.
@@ -294,14 +307,9 @@ func (ew *eagerWorld) AppendAndQueue(ctx context.Context, runID string, events [
 
 // GetRun implements [worlds.World].
 func (ew *eagerWorld) GetRun(ctx context.Context, runID string) (worlds.Run, error) {
-	ew.mu.Lock()
-	p, err := ew.pending(runID)
-	var run worlds.Run
-	if p {
-		run = ew.unwritten.run
-	}
-	ew.mu.Unlock()
-	if p {
+	u, err := ew.peek(runID)
+	if u != nil {
+		run := u.run
 		run.Attributes = maps.Clone(run.Attributes)
 		return run, nil
 	}
@@ -313,17 +321,11 @@ func (ew *eagerWorld) GetRun(ctx context.Context, runID string) (worlds.Run, err
 
 // ListEvents implements [worlds.World].
 func (ew *eagerWorld) ListEvents(ctx context.Context, runID string, filter worlds.EventFilter) (worlds.Page[worlds.Event], error) {
-	ew.mu.Lock()
-	p, err := ew.pending(runID)
-	var first worlds.Event
-	if p {
-		first = ew.unwritten.first
-	}
-	ew.mu.Unlock()
-	if p {
+	u, err := ew.peek(runID)
+	if u != nil {
 		var page worlds.Page[worlds.Event]
-		if filter.AfterSeq < first.Seq && filter.Cursor == "" {
-			ev := first
+		if filter.AfterSeq < u.first.Seq && filter.Cursor == "" {
+			ev := u.first
 			ev.Attributes = maps.Clone(ev.Attributes)
 			page.Items = []worlds.Event{ev}
 		}
