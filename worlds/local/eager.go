@@ -98,8 +98,8 @@ func (w *World) StartEager(ctx context.Context, in worlds.QueueInput, created wo
 		return false, nil
 	}
 	d := &claimed{Delivery: worlds.Delivery{ID: worlds.StartDeliveryID(runID), Input: in, DueAt: at, Attempt: 1}, claim: w.cfg.NewID()}
-	ew := &eagerWorld{World: w, runID: runID, settled: make(chan struct{}), release: sync.OnceFunc(func() { <-sv.slots }),
-		unwritten: &unwrittenRun{created: created, run: eff.Run, first: eff.Event, start: &eagerStart{d: d, at: at}}}
+	ew := &eagerWorld{deliveryWorld: &deliveryWorld{World: w, runID: runID, release: sync.OnceFunc(func() { <-sv.slots })},
+		settled: make(chan struct{}), unwritten: &unwrittenRun{created: created, run: eff.Run, first: eff.Event, start: &eagerStart{d: d, at: at}}}
 	go func() {
 		defer sv.wg.Done()
 		w.deliver(sv.ctx, sv.runner, d, ew, ew.release)
@@ -141,15 +141,10 @@ func (w *World) claimTx(ctx context.Context, tx *wtx, s *eagerStart) error {
 // eagerWorld is the World an eager start's delivery runs against. Until the
 // run is written it answers reads of the run from its creation event alone,
 // and the delivery's first write of the run writes the creation and the
-// claimed delivery with it; from then on it is the World itself.
+// claimed delivery with it; from then on it is the [deliveryWorld] any
+// delivery runs against.
 type eagerWorld struct {
-	*World
-	runID string
-	// release gives back the delivery's worker. It is called as soon as the
-	// run has ended, before waiters hear of it: what the delivery does after
-	// that is bookkeeping, and the starter, who hears of the end at once, can
-	// start its next run eagerly on the same worker.
-	release func()
+	*deliveryWorld
 
 	mu         sync.Mutex
 	state      eagerState
@@ -280,10 +275,7 @@ func (ew *eagerWorld) Append(ctx context.Context, runID string, events ...worlds
 	if err != nil {
 		return nil, err
 	}
-	if runID != ew.runID {
-		return ew.World.Append(ctx, runID, events...)
-	}
-	return ew.World.appendAndQueue(ctx, runID, events, with{ended: ew.release})
+	return ew.deliveryWorld.Append(ctx, runID, events...)
 }
 
 // AppendAndQueue implements [worlds.AppendQueuer].

@@ -319,14 +319,13 @@ func (w *World) Serve(ctx context.Context, runner worlds.Runner) error {
 }
 
 // deliver runs a claimed delivery with runner, renewing its lease meanwhile,
-// and records its outcome. The runner is given a [deliveryWorld]. It calls release, which gives back the worker,
-// once the delivery has run: recording the outcome is no work its lease
-// leaves to anyone else, and a run whose end its starter saw can be started
-// again at once (by [World.StartEager]) on the same worker. A dispatcher
-// waiting for a worker has it then; one sleeping is woken only when the
-// outcome leaves the delivery due again. An eager start's
-// delivery runs against ew, and has nothing to record when it never wrote its
-// run.
+// and records its outcome. The runner is given a [deliveryWorld], or ew for
+// an eager start's delivery, which has nothing to record when it never wrote
+// its run. release gives back the worker; it may be called once the run has
+// ended, and is called at the latest once the delivery has run, since
+// recording the outcome is no work the lease leaves to anyone else. A
+// dispatcher waiting for a worker has it then; one sleeping is woken only
+// when the outcome leaves the delivery due again.
 func (w *World) deliver(ctx context.Context, runner worlds.Runner, d *claimed, ew *eagerWorld, release func()) {
 	stop := make(chan struct{})
 	var hb sync.WaitGroup
@@ -423,9 +422,10 @@ func (w *World) pendingDeliveries(ctx context.Context) (int, error) {
 
 // deliveryWorld is the World a delivery runs against: the World itself, except
 // that the append that ends the delivery's run gives back the delivery's
-// worker (release, called once) as it commits, before waiters can see the end. What the
-// delivery does after that is bookkeeping, and a waiter that hears of the end
-// and starts its next run at once finds the worker free to start it eagerly.
+// worker (release, which must be safe to call twice) as it commits, before
+// waiters can see the end. What the delivery does after that is bookkeeping,
+// and a waiter that hears of the end and starts its next run at once finds
+// the worker free to start it eagerly.
 type deliveryWorld struct {
 	*World
 	runID   string
