@@ -488,7 +488,6 @@ func TestAppendProtocolAgainstAModel(t *testing.T) {
 				apply(worlds.Event{Type: worlds.EventWaitCreated, CorrelationID: fmt.Sprintf("w%d", i), ResumeAt: &resume})
 			case op == 7 && len(waiting) > 0:
 				apply(worlds.Event{Type: worlds.EventWaitCompleted, CorrelationID: waiting[0]})
-
 			default:
 				apply(worlds.Event{Type: worlds.EventSignalReceived, CorrelationID: "go", Payload: json.RawMessage(fmt.Sprint(i))})
 			}
